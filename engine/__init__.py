@@ -1,15 +1,41 @@
 """IR Explorer's compiler engine: a Relay-style IR with TVM's Python API.
 
     import engine as tvm
-    from engine import relay
+    from engine import relay, te
 """
+
+from importlib import import_module
+from typing import Any
 
 from engine import ir, runtime
 from engine.ir import IRModule
-from engine.runtime import ndarray as nd
 from engine.runtime import cpu, device
+from engine.runtime import ndarray as nd
 
-from engine import relay  # noqa: E402  (relay needs ir first)
+from engine import relay  # noqa: E402,I001  (relay needs ir first)
+
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "transform": ("engine.transform", None),
+    "instrument": ("engine.instrument", None),
+    "te": ("engine.te", None),
+    "tir": ("engine.tir", None),
+    "lower": ("engine.driver", "lower"),
+    "build": ("engine.driver", "build"),
+    "testing": ("engine.testing", None),
+    "parser": ("engine.relay.parser", None),
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}") from None
+    module = import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["IRModule", "cpu", "device", "ir", "nd", "relay", "runtime"]
 __version__ = "0.1.0"

@@ -29,7 +29,7 @@ class TypeNotInferredError(ValueError):
     pass
 
 
-@dataclass(frozen=True, eq=False, slots=True, repr=False)
+@dataclass(frozen=True, eq=False, slots=True, repr=False, weakref_slot=True)
 class Expr:
     """Base of every expression node."""
 

@@ -1,4 +1,10 @@
-"""Relay: the high-level IR, its ops, passes, frontends and build (TVM's `tvm.relay`)."""
+"""Relay: the high-level IR, its ops, passes, frontends and build (TVM's `tvm.relay`).
+
+Heavy or optional parts (frontends, the interpreter, the build) load on first use.
+"""
+
+from importlib import import_module
+from typing import Any as _AnyT
 
 from engine.ir.expr import (
     Call,
@@ -16,6 +22,7 @@ from engine.ir.type import Any, AnyDim, FuncType, IncompleteType, TensorType, Tu
 from engine.relay import analysis
 from engine.relay.expr import ExprWithOp, TupleWrapper, bind, const, var
 from engine.relay.expr_functor import ExprFunctor, ExprMutator, ExprVisitor
+from engine.relay.op import *  # noqa: F403  (relay.add, relay.nn, relay.image, ...)
 from engine.relay.scope_builder import ScopeBuilder
 from engine.relay.with_fields import (
     CallWithFields,
@@ -26,6 +33,37 @@ from engine.relay.with_fields import (
     TupleWithFields,
     VarWithFields,
 )
+
+# name -> (module, attribute or None for the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "op": ("engine.relay.op", None),
+    "transform": ("engine.relay.transform", None),
+    "frontend": ("engine.relay.frontend", None),
+    "printer": ("engine.relay.printer", None),
+    "parser": ("engine.relay.parser", None),
+    "fromtext": ("engine.relay.parser", "parse"),
+    "parse": ("engine.relay.parser", "parse"),
+    "astext": ("engine.relay.printer", "astext"),
+    "SIBuilder": ("engine.relay.si_builder", "SIBuilder"),
+    "create_executor": ("engine.relay.interpreter", "create_executor"),
+    "interpreter": ("engine.relay.interpreter", None),
+    "build": ("engine.relay.build_module", "build"),
+    "optimize": ("engine.relay.build_module", "optimize"),
+    "build_module": ("engine.relay.build_module", None),
+    "testing": ("engine.relay.testing", None),
+}
+
+
+def __getattr__(name: str) -> _AnyT:
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'engine.relay' has no attribute {name!r}") from None
+    module = import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Any", "AnyDim", "Call", "CallWithFields", "Constant", "Expr", "ExprFunctor", "ExprMutator",
