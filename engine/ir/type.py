@@ -73,7 +73,7 @@ class TensorType(Type):
     @property
     def concrete_shape(self) -> tuple[int, ...]:
         if not self.is_static:
-            raise ValueError(f"shape {self} has dynamic dimensions")
+            raise ValueError(f"shape {self.shape} has dynamic dimensions")
         return tuple(int(d) for d in self.shape)  # type: ignore[arg-type]
 
     def __str__(self) -> str:
