@@ -1,0 +1,238 @@
+"""The Relay text printer: `astext`, `type_text` and `print_ir` (text + source map).
+
+    r = print_ir(mod)
+    r.text             # '#[version = "0.0.5"]\\ndef @main(%x: Tensor[(1, 3), float32]) {...'
+    r.source_map       # [SourceMapEntry(node_id, kind, start, end, spans, op, is_ref), ...]
+    r.line_origins     # per line, the ids of the nodes printed on it
+    r.to_json()        # [SourceMapEntry as in docs/PROTOCOL.md]
+
+Each top-level function is printed once per (function object, name, constant
+numbering, options): its lines and relative source map are kept in a weak
+cache, so re-printing a module whose functions are unchanged objects costs
+only the assembly.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.ir.expr import Constant, Expr, Function, GlobalVar
+from engine.ir.module import IRModule
+from engine.ir.type import Type
+from engine.relay.printer_expr import ExprPrinter, MetaTable
+from engine.relay.printer_format import (
+    META_OMITTED,
+    METADATA_LINE,
+    VERSION_LINE,
+    type_text,
+)
+from engine.relay.printer_writer import Entry, Writer
+
+__all__ = ["PrintResult", "SourceMapEntry", "astext", "metadata_text", "print_ir", "type_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMapEntry:
+    """One printed expression (or, with `is_ref`, one use of a bound name such as `%3`).
+
+    `start`/`end` are (line, col): 1-based line, 0-based column, end exclusive.
+    """
+
+    node_id: int
+    kind: str
+    start: tuple[int, int]
+    end: tuple[int, int]
+    spans: tuple[str, ...]
+    op: str | None
+    is_ref: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """The protocol's SourceMapEntry (docs/PROTOCOL.md)."""
+        return {"node_id": self.node_id, "kind": self.kind, "start": list(self.start),
+                "end": list(self.end), "spans": list(self.spans), "op": self.op}
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """The printed lines of one top-level function (or expression), positions relative."""
+
+    lines: tuple[str, ...]
+    entries: tuple[Entry, ...]
+    origins: tuple[tuple[int, ...], ...]
+    constants: tuple[Constant, ...]
+
+
+class PrintResult:
+    """Text plus source map; the map and line origins are built on first use."""
+
+    __slots__ = ("text", "constants", "_placed", "_source_map", "_origins")
+
+    def __init__(self, text: str, placed: list[tuple[int, _Block]],
+                 constants: list[Constant]) -> None:
+        self.text = text
+        self.constants = constants
+        self._placed = placed
+        self._source_map: list[SourceMapEntry] | None = None
+        self._origins: list[tuple[int, ...]] | None = None
+
+    @property
+    def line_count(self) -> int:
+        return self.text.count("\n")
+
+    def _raw_entries(self) -> Iterator[tuple[int, Entry]]:
+        for offset, block in self._placed:
+            for entry in block.entries:
+                yield offset, entry
+
+    @property
+    def source_map(self) -> list[SourceMapEntry]:
+        if self._source_map is None:
+            self._source_map = [
+                SourceMapEntry(e[0], e[1], (e[2] + off + 1, e[3]), (e[4] + off + 1, e[5]),
+                               e[6], e[7], e[8])
+                for off, e in self._raw_entries()]
+        return self._source_map
+
+    def to_json(self, include_refs: bool = True) -> list[dict[str, Any]]:
+        """The source map as protocol dicts, in text order."""
+        return [{"node_id": e[0], "kind": e[1], "start": [e[2] + off + 1, e[3]],
+                 "end": [e[4] + off + 1, e[5]], "spans": list(e[6]), "op": e[7]}
+                for off, e in self._raw_entries() if include_refs or not e[8]]
+
+    @property
+    def line_origins(self) -> list[tuple[int, ...]]:
+        """For each line (index 0 is line 1), the ids of the nodes it belongs to."""
+        if self._origins is None:
+            origins: list[tuple[int, ...]] = []
+            for offset, block in self._placed:
+                origins.extend([()] * (offset - len(origins)))
+                origins.extend(block.origins)
+            origins.extend([()] * (self.line_count - len(origins)))
+            self._origins = origins
+        return self._origins
+
+    def node_ids(self) -> set[int]:
+        return {e[0] for _, e in self._raw_entries()}
+
+    def __str__(self) -> str:
+        return self.text
+
+
+# --- blocks and their cache -------------------------------------------------------------
+
+_CACHE: weakref.WeakKeyDictionary[Function, dict[tuple[Any, ...], _Block]] = (
+    weakref.WeakKeyDictionary())
+_CACHE_LOCK = threading.Lock()
+
+
+def _finish(writer: Writer, meta: MetaTable) -> _Block:
+    writer.finish()
+    entries = sorted(writer.entries, key=lambda e: (e[2], e[3], -e[4], -e[5]))
+    return _Block(tuple(writer.lines), tuple(entries), tuple(writer.origins),
+                  tuple(meta.constants))
+
+
+def _print_def(gv: GlobalVar, fn: Function, base: int, show_types: bool) -> _Block:
+    writer, meta = Writer(), MetaTable(base)
+    ExprPrinter(writer, meta, show_types).print_def(gv, fn)
+    return _finish(writer, meta)
+
+
+def _def_block(gv: GlobalVar, fn: Function, base: int, show_types: bool) -> _Block:
+    key = (gv.name_hint, gv.node_id, gv.span, base, show_types,
+           fn._checked_type if show_types else None)
+    with _CACHE_LOCK:
+        per_fn = _CACHE.get(fn)
+        block = per_fn.get(key) if per_fn is not None else None
+    if block is None:
+        block = _print_def(gv, fn, base, show_types)
+        with _CACHE_LOCK:
+            _CACHE.setdefault(fn, {})[key] = block
+    return block
+
+
+def _expr_block(expr: Expr, show_types: bool) -> _Block:
+    writer, meta = Writer(), MetaTable(0)
+    ExprPrinter(writer, meta, show_types).print_top(expr)
+    return _finish(writer, meta)
+
+
+# --- assembly ------------------------------------------------------------------------------
+
+
+class _Assembler:
+    def __init__(self) -> None:
+        self.chunks: list[str] = [VERSION_LINE]
+        self.line = 1
+        self.placed: list[tuple[int, _Block]] = []
+        self.constants: list[Constant] = []
+
+    def add(self, block: _Block) -> None:
+        self.placed.append((self.line, block))
+        self.chunks.extend(block.lines)
+        self.line += len(block.lines)
+        self.constants.extend(block.constants)
+
+    def add_line(self, text: str) -> None:
+        self.chunks.append(text)
+        self.line += 1
+
+    def result(self, show_meta_data: bool, note: bool) -> PrintResult:
+        if self.constants and show_meta_data:
+            self.chunks.extend(metadata_text(self.constants).splitlines())
+        elif self.constants and note:
+            self.chunks.append(META_OMITTED)
+        self.chunks.append("")
+        return PrintResult("\n".join(self.chunks), self.placed, self.constants)
+
+
+def _print(node: Any, show_meta_data: bool, show_types: bool, note: bool) -> PrintResult:
+    if isinstance(node, Type):
+        return PrintResult(type_text(node), [], [])
+    out = _Assembler()
+    if isinstance(node, IRModule):
+        for i, (gv, fn) in enumerate(node.items()):
+            if i:
+                out.add_line("")
+            out.add(_def_block(gv, fn, len(out.constants), show_types))
+    elif isinstance(node, Expr):
+        out.add(_expr_block(node, show_types))
+    else:
+        raise TypeError(f"cannot print {type(node).__name__}: expected an Expr, IRModule or Type")
+    return out.result(show_meta_data, note)
+
+
+def print_ir(node: Expr | IRModule | Type, show_types: bool = False,
+             show_meta_data: bool = False) -> PrintResult:
+    """Print `node` and return the text with its source map (see the module docstring)."""
+    return _print(node, show_meta_data, show_types, note=False)
+
+
+def astext(node: Expr | IRModule | Type, show_meta_data: bool = True,
+           show_types: bool = False) -> str:
+    """The Relay text of an expression, module or type (TVM's `astext`)."""
+    return _print(node, show_meta_data, show_types, note=True).text
+
+
+# --- metadata -----------------------------------------------------------------------------
+
+
+def _constant_json(const: Constant) -> str:
+    array = np.ascontiguousarray(const.data.numpy())
+    little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+    data = base64.b64encode(little.tobytes()).decode("ascii")
+    return json.dumps({"dtype": str(array.dtype), "shape": list(array.shape), "data": data})
+
+
+def metadata_text(constants: list[Constant]) -> str:
+    """The `#[metadata]` section: one JSON object, one constant per line."""
+    rows = ",\n    ".join(_constant_json(c) for c in constants)
+    return f'{METADATA_LINE}\n{{\n  "relay.Constant": [\n    {rows}\n  ]\n}}'

@@ -1,0 +1,319 @@
+"""Prints expressions in graph normal form, iteratively on dataflow.
+
+Every non-atomic expression (call, tuple, tuple item, if, fn, non-tail let) is
+bound once to `%N = ...;` in the scope that first needs it; vars, global vars,
+ops and constants are printed inline. Dataflow dependencies are bound by an
+explicit post-order walk, so a 100,000-node chain never recurses; nesting
+(`fn`, `if` branches, let blocks) recurses once per level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from engine.ir.op import Op
+from engine.relay.printer_format import (
+    attr_key_text,
+    attr_value_text,
+    name_or_quoted,
+    sanitize_var_name,
+    scalar_text,
+    span_comment,
+    type_text,
+)
+from engine.relay.printer_writer import Writer
+
+ATOMIC = (Var, GlobalVar, Op, Constant)
+
+
+def _deps(node: Expr) -> tuple[Expr, ...]:
+    """Sub-expressions that must be bound before `node` is printed inline."""
+    if isinstance(node, Call):
+        return (node.op, *node.args)
+    if isinstance(node, Tuple):
+        return node.fields
+    if isinstance(node, TupleGetItem):
+        return (node.tuple_value,)
+    if isinstance(node, If):
+        return (node.cond,)
+    return ()
+
+
+class MetaTable:
+    """Constants printed as `meta[relay.Constant][k]`, numbered from `base`."""
+
+    def __init__(self, base: int = 0) -> None:
+        self.base = base
+        self.constants: list[Constant] = []
+        self._index: dict[Constant, int] = {}
+
+    def index(self, const: Constant) -> int:
+        found = self._index.get(const)
+        if found is None:
+            found = self._index[const] = self.base + len(self.constants)
+            self.constants.append(const)
+        return found
+
+
+class ExprPrinter:
+    """Prints one top-level function (or expression) into a Writer."""
+
+    def __init__(self, writer: Writer, meta: MetaTable, show_types: bool = False) -> None:
+        self.w = writer
+        self.meta = meta
+        self.show_types = show_types
+        self.scopes: list[dict[Expr, str]] = [{}]
+        self.var_names: dict[Var, str] = {}
+        self.used_names: set[str] = set()
+        self.temps = 0
+        self._render_table: dict[type, Callable[[Any], None]] = {
+            Var: self._var_ref, GlobalVar: self._global_var, Op: self._op,
+            Constant: self._constant, Call: self._call, Tuple: self._tuple,
+            TupleGetItem: self._getitem, If: self._if, Function: self._function,
+            Let: self._let_block,
+        }
+
+    # --- entry points ---------------------------------------------------------------
+    def print_def(self, gv: GlobalVar, fn: Function) -> None:
+        w = self.w
+        start = w.begin(fn)
+        w.write("def ")
+        gv_start = w.begin(gv)
+        w.write("@" + name_or_quoted(gv.name_hint))
+        w.end(gv, gv_start)
+        self._signature(fn)
+        self._trailer(fn)
+        w.end(fn, start)
+        w.newline()
+
+    def print_top(self, expr: Expr) -> None:
+        self._scope_body(expr)
+
+    # --- names and scopes -------------------------------------------------------------
+    def var_name(self, var: Var) -> str:
+        """`%name`, unique in this function (`%x`, `%x1`, ...)."""
+        text = self.var_names.get(var)
+        if text is not None:
+            return text
+        base = sanitize_var_name(var.name_hint)
+        name, suffix = base, 1
+        while name in self.used_names:
+            name, suffix = f"{base}{suffix}", suffix + 1
+        self.used_names.add(name)
+        text = self.var_names[var] = "%" + name
+        return text
+
+    def _lookup(self, node: Expr) -> str | None:
+        for scope in reversed(self.scopes):
+            name = scope.get(node)
+            if name is not None:
+                return name
+        return None
+
+    # --- scopes -------------------------------------------------------------------------
+    def _block(self, body: Expr) -> None:
+        w = self.w
+        w.write("{")
+        w.newline()
+        w.depth += 1
+        self.scopes.append({})
+        self._scope_body(body)
+        self.scopes.pop()
+        w.depth -= 1
+        w.write("}")
+
+    def _scope_body(self, expr: Expr) -> None:
+        w = self.w
+        node = expr
+        while isinstance(node, Let) and self._lookup(node) is None:
+            self._bind_deps(node.value)
+            start = w.begin(node)
+            w.write("let ")
+            self._var_def(node.var)
+            w.write(" = ")
+            self._expr(node.value)
+            w.write(";")
+            self._trailer(node)
+            w.end(node, start)
+            w.newline()
+            node = node.body
+        self._bind_deps(node)
+        self._expr(node)
+        w.newline()
+
+    def _bind_deps(self, root: Expr) -> None:
+        """Bind, in post-order, every non-atomic dependency of `root` not yet bound."""
+        if isinstance(root, ATOMIC) or self._lookup(root) is not None:
+            return
+        stack: list[tuple[Expr, bool]] = [(root, False)]
+        seen: set[Expr] = set()
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                if node is not root:
+                    self._bind(node)
+                continue
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.append((node, True))
+            for kid in reversed(_deps(node)):
+                if kid not in seen and not isinstance(kid, ATOMIC) and self._lookup(kid) is None:
+                    stack.append((kid, False))
+
+    def _bind(self, node: Expr) -> None:
+        w = self.w
+        name = f"%{self.temps}"
+        self.temps += 1
+        start = w.begin(node)
+        w.write(name + " = ")
+        self._render(node)
+        w.end(node, start)
+        w.write(";")
+        w.newline()
+        self.scopes[-1][node] = name
+
+    # --- expressions ----------------------------------------------------------------------
+    def _expr(self, node: Expr) -> None:
+        """Print a use of `node`: its name if bound, else the node itself."""
+        if isinstance(node, ATOMIC):
+            self._render(node)
+            return
+        name = self._lookup(node)
+        if name is not None:
+            self.w.ref(node, name)
+            return
+        start = self.w.begin(node)
+        self._render(node)
+        self.w.end(node, start)
+
+    def _render(self, node: Expr) -> None:
+        try:
+            render = self._render_table[type(node)]
+        except KeyError:
+            render = next((f for c, f in self._render_table.items() if isinstance(node, c)), None)
+            if render is None:
+                raise TypeError(f"the printer cannot print {type(node).__name__}") from None
+        render(node)
+
+    def _trailer(self, node: Expr) -> None:
+        if self.show_types and node.has_type:
+            self.w.write(f" /* ty={type_text(node.checked_type)} */")
+        comment = span_comment(node.span)
+        if comment:
+            self.w.write(" " + comment)
+
+    def _atom(self, node: Expr, text: str) -> None:
+        w = self.w
+        start = w.begin(node)
+        w.write(text)
+        self._trailer(node)
+        w.end(node, start)
+
+    def _var_ref(self, var: Var) -> None:
+        self.w.ref(var, self.var_name(var))
+
+    def _var_def(self, var: Var) -> None:
+        w = self.w
+        start = w.begin(var)
+        w.write(self.var_name(var))
+        if var.type_annotation is not None:
+            w.write(": " + type_text(var.type_annotation))
+        comment = span_comment(var.span)
+        if comment:
+            w.write(" " + comment)
+        w.end(var, start)
+
+    def _global_var(self, gv: GlobalVar) -> None:
+        self._atom(gv, "@" + name_or_quoted(gv.name_hint))
+
+    def _op(self, op: Op) -> None:
+        self.w.write(op.name)
+
+    def _constant(self, const: Constant) -> None:
+        text = scalar_text(const.data.numpy())
+        if text is None:
+            text = f"meta[relay.Constant][{self.meta.index(const)}]"
+        self._atom(const, text)
+
+    def _call(self, call: Call) -> None:
+        w = self.w
+        self._expr(call.op)
+        w.write("(")
+        first = True
+        for arg in call.args:
+            if not first:
+                w.write(", ")
+            first = False
+            self._expr(arg)
+        for key, value in call.attrs.items():
+            w.write(("" if first else ", ") + f"{attr_key_text(key)}={attr_value_text(value)}")
+            first = False
+        w.write(")")
+        self._trailer(call)
+
+    def _tuple(self, tup: Tuple) -> None:
+        w = self.w
+        w.write("(")
+        for i, field in enumerate(tup.fields):
+            if i:
+                w.write(", ")
+            self._expr(field)
+        w.write(",)" if len(tup.fields) == 1 else ")")
+        self._trailer(tup)
+
+    def _getitem(self, item: TupleGetItem) -> None:
+        self._expr(item.tuple_value)
+        self.w.write(f".{item.index}")
+        self._trailer(item)
+
+    def _if(self, ite: If) -> None:
+        w = self.w
+        w.write("if (")
+        self._expr(ite.cond)
+        w.write(") ")
+        self._block(ite.true_branch)
+        w.write(" else ")
+        self._block(ite.false_branch)
+        self._trailer(ite)
+
+    def _function(self, fn: Function) -> None:
+        self.w.write("fn ")
+        self._signature(fn)
+        self._trailer(fn)
+
+    def _let_block(self, let: Let) -> None:
+        self._block(let)
+
+    def _signature(self, fn: Function) -> None:
+        w = self.w
+        self.scopes.append({})
+        w.write("(")
+        first = True
+        for param in fn.params:
+            if not first:
+                w.write(", ")
+            first = False
+            self._var_def(param)
+        for key, value in fn.attrs.items():
+            w.write(("" if first else ", ") + f"{attr_key_text(key)}={attr_value_text(value)}")
+            first = False
+        w.write(")")
+        if fn.ret_type is not None:
+            w.write(" -> " + type_text(fn.ret_type))
+        w.write(" ")
+        self._block(fn.body)
+        self.scopes.pop()
