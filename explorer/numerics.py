@@ -1,0 +1,195 @@
+"""Numerics check of a run: every snapshot computes what the imported model computes.
+
+Inputs are seeded random tensors per model input (integers in [0, INT_HIGH) so
+token ids and masks stay in range). The reference is the imported module's
+outputs; each snapshot's max abs error is measured against it.
+
+Drift bisection: when a pass breaks numerics, the frontend layers whose values
+drifted are found by tapping, in the imported module and in the broken one,
+the expression that carries each layer's output, and comparing the values.
+In the imported module a layer's output is the last expression (in dataflow
+order) whose span names it. In a transformed module an expression with
+several source layers (a fused call, a folded constant) computes the output
+of the latest of them in the reference order, so it is tapped for that layer
+only. Layers whose tapped values disagree are reported in dataflow order: the
+first one is where the drift starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from engine.ir import IRModule
+from engine.ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from engine.ir.type import TensorType
+from explorer import engine_bridge
+
+RTOL = 1e-3
+ATOL = 1e-4
+INT_HIGH = 2
+MAX_TAPS = 2000
+_DATAFLOW = (Call, Tuple, TupleGetItem)
+
+
+def make_inputs(mod: IRModule, params: dict[str, Any], seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded random inputs for every parameter of main that is not a weight."""
+    rng = np.random.default_rng(seed)
+    inputs: dict[str, np.ndarray] = {}
+    for var in engine_bridge.main_function(mod).params:
+        if var.name_hint in params:
+            continue
+        ty = var.type_annotation if var.type_annotation is not None else _checked(var)
+        if not isinstance(ty, TensorType):
+            raise ValueError(f"input %{var.name_hint} has no tensor type")
+        shape = tuple(d if isinstance(d, int) else 1 for d in ty.shape)
+        dtype = np.dtype(ty.dtype) if ty.dtype != "bool" else np.dtype(bool)
+        inputs[var.name_hint] = _random(rng, shape, dtype)
+    return inputs
+
+
+def _checked(var: Var) -> Any:
+    return var.checked_type if var.has_type else None
+
+
+def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    if dtype == np.dtype(bool):
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(0, INT_HIGH, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def flatten_outputs(value: Any) -> list[np.ndarray]:
+    if isinstance(value, list | tuple):
+        return [a for v in value for a in flatten_outputs(v)]
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    return [np.asarray(value)]
+
+
+def max_abs_error(outs: list[np.ndarray], refs: list[np.ndarray]) -> tuple[float | None, bool]:
+    if len(outs) != len(refs) or any(o.shape != r.shape for o, r in zip(outs, refs)):
+        return None, False
+    worst = 0.0
+    ok = True
+    for out, ref in zip(outs, refs):
+        if out.size == 0:
+            continue
+        diff = np.abs(out.astype(np.float64) - ref.astype(np.float64))
+        err = float(np.max(diff))
+        if not np.isfinite(err):
+            return None, False
+        worst = max(worst, err)
+        ok = ok and bool(np.allclose(out, ref, rtol=RTOL, atol=ATOL))
+    return worst, ok
+
+
+class NumericsChecker:
+    """Evaluates snapshots on fixed inputs and compares them with the imported module."""
+
+    def __init__(self, reference: IRModule, params: dict[str, Any], seed: int = 0) -> None:
+        self.reference = reference
+        self.inputs = {**make_inputs(reference, params, seed),
+                       **{k: _array(v) for k, v in params.items()}}
+        self.ref_outputs = flatten_outputs(engine_bridge.evaluate(reference, self.inputs))
+
+    def __call__(self, mod: IRModule) -> dict[str, Any]:
+        try:
+            outs = flatten_outputs(engine_bridge.evaluate(mod, self.inputs))
+        except Exception as exc:  # an unevaluable snapshot is a numerics failure, reported
+            return {"max_abs_err": None, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        err, ok = max_abs_error(outs, self.ref_outputs)
+        return {"max_abs_err": err, "ok": ok}
+
+    def drifted_layers(self, broken: IRModule, limit: int = 50) -> list[str]:
+        return drifted_layers(self.reference, broken, self.inputs)[:limit]
+
+
+def _array(value: Any) -> np.ndarray:
+    return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+
+
+def main_dataflow(func: Function) -> list[Expr] | None:
+    """Dataflow nodes of a function body in post-order, not entering nested functions;
+    None when the body binds variables (let/if), where expressions cannot be tapped."""
+    order: list[Expr] = []
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(func.body, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Let | If):
+            return None
+        if not isinstance(node, _DATAFLOW):
+            continue
+        stack.append((node, True))
+        stack.extend((k, False) for k in reversed(_kids(node)))
+    return order
+
+
+def _kids(node: Expr) -> Iterable[Expr]:
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, Tuple):
+        return node.fields
+    return (node.tuple_value,)  # type: ignore[attr-defined]
+
+
+def reference_taps(order: list[Expr]) -> dict[str, Expr]:
+    """Layer name -> the last expression naming it (the layer's output)."""
+    taps: dict[str, Expr] = {}
+    for node in order:
+        for name in node.span.source_names():
+            taps.pop(name, None)
+            taps[name] = node  # re-insert: dict order = order of each layer's output
+    return taps
+
+
+def transformed_taps(order: list[Expr], rank: dict[str, int]) -> dict[str, Expr]:
+    taps: dict[str, Expr] = {}
+    for node in order:
+        names = [n for n in node.span.source_names() if n in rank]
+        if names:
+            taps[max(names, key=rank.__getitem__)] = node
+    return taps
+
+
+def _tap_values(mod: IRModule, exprs: list[Expr], inputs: dict[str, Any]) -> list[Any]:
+    main = engine_bridge.main_function(mod)
+    tapped = Function(main.params, Tuple((main.body, *exprs)), attrs=main.attrs)
+    probe = mod.shallow_copy()
+    probe["main"] = tapped
+    values = engine_bridge.evaluate(probe, inputs)
+    return list(values)[1:]
+
+
+def drifted_layers(reference: IRModule, broken: IRModule, inputs: dict[str, Any]) -> list[str]:
+    ref_order = main_dataflow(engine_bridge.main_function(reference))
+    new_order = main_dataflow(engine_bridge.main_function(broken))
+    if not ref_order or not new_order:
+        return []
+    ref_taps = reference_taps(ref_order)
+    rank = {name: i for i, name in enumerate(ref_taps)}
+    new_taps = transformed_taps(new_order, rank)
+    common = [n for n in ref_taps if n in new_taps][:MAX_TAPS]
+    if not common:
+        return []
+    ref_vals = _tap_values(reference, [ref_taps[n] for n in common], inputs)
+    new_vals = _tap_values(broken, [new_taps[n] for n in common], inputs)
+    drifted = []
+    for name, a, b in zip(common, ref_vals, new_vals):
+        ref, new = flatten_outputs(a), flatten_outputs(b)
+        if [r.shape for r in ref] != [n.shape for n in new]:
+            continue  # a different value (layout change, tuple vs tensor): not comparable
+        _, ok = max_abs_error(new, ref)
+        if not ok:
+            drifted.append(name)
+    return drifted

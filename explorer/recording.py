@@ -1,0 +1,217 @@
+"""RecordingInstrument: a real engine PassInstrument that records every pass.
+
+For each pass it captures name, opt_level, depth in the Sequential tree and
+parent, the snapshot before and after (printed text + source map, stored
+content-addressed), whether the module changed, wall time (recording excluded),
+span coverage, statistics and optionally a numerics check, and publishes each
+event the moment it happens.
+
+Recording is cheap by identity: a module whose functions are the same objects
+(and equally typed) as a recently recorded one reuses that snapshot without
+printing; "changed" is "the after-module's functions are not the before's".
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.instrument import PassInstrument
+from engine.ir import IRModule
+from explorer import engine_bridge
+from explorer.protocol import PASS_FAILED, PASS_FINISHED, PASS_STARTED
+
+Publish = Callable[[str, dict[str, Any]], None]
+ModuleKey = tuple[tuple[str, int, bool], ...]
+
+
+class RunCancelled(Exception):
+    """Raised from an instrument hook when the user cancelled the run."""
+
+
+@dataclass(slots=True)
+class Snapshot:
+    id: int
+    key: ModuleKey
+    coverage: float
+    num_nodes: int
+    printed: bool
+
+
+def module_key(mod: IRModule) -> ModuleKey:
+    """Identity of a module state: each function object, and whether it is typed yet
+    (InferType may fill types in place, which changes the printed text)."""
+    return tuple((gv.name_hint, id(func), func.has_type) for gv, func in mod.items())
+
+
+class SnapshotRecorder:
+    """Prints and stores module states, reusing the snapshot of an identical state."""
+
+    def __init__(self, store: Any, run_id: str, keep: int = 8) -> None:
+        self.store = store
+        self.run_id = run_id
+        self._recent: OrderedDict[ModuleKey, tuple[Snapshot, list[Any]]] = OrderedDict()
+        self._keep = keep
+        self.print_ms = 0.0
+        self.num_printed = 0
+
+    def record(self, mod: IRModule) -> Snapshot:
+        key = module_key(mod)
+        hit = self._recent.get(key)
+        if hit is not None:
+            self._recent.move_to_end(key)
+            return Snapshot(hit[0].id, key, hit[0].coverage, hit[0].num_nodes, printed=False)
+        start = time.perf_counter()
+        text, source_map = engine_bridge.print_module(mod)
+        coverage, num_nodes = engine_bridge.span_coverage(mod)
+        snap_id = self.store.add_snapshot(self.run_id, text, source_map)
+        self.print_ms += (time.perf_counter() - start) * 1e3
+        self.num_printed += 1
+        snap = Snapshot(snap_id, key, coverage, num_nodes, printed=True)
+        # Holding the function objects keeps their ids from being reused by new objects.
+        self._recent[key] = (snap, [f for _, f in mod.items()])
+        if len(self._recent) > self._keep:
+            self._recent.popitem(last=False)
+        return snap
+
+
+@dataclass(slots=True)
+class _Frame:
+    index: int
+    name: str
+    opt_level: int
+    depth: int
+    parent: int | None
+    before: Snapshot
+    started: float = 0.0
+    overhead_at_start: float = 0.0
+    numerics_before: Any = None
+
+
+@dataclass(slots=True)
+class PassRecord:
+    """What the run summary needs of one finished pass."""
+
+    index: int
+    name: str
+    depth: int
+    parent: int | None
+    changed: bool
+    elapsed_ms: float
+    numerics: dict[str, Any] | None
+    after: int
+
+
+@dataclass
+class RecordingState:
+    records: list[PassRecord] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    last_snapshot: Snapshot | None = None
+    first_break: tuple[str, IRModule] | None = None
+
+
+class RecordingInstrument(PassInstrument):
+    """Records every pass of the pipeline it instruments (see module docstring)."""
+
+    def __init__(self, recorder: SnapshotRecorder, publish: Publish,
+                 cancel: threading.Event | None = None,
+                 numerics: Callable[[IRModule], dict[str, Any]] | None = None) -> None:
+        super().__init__()
+        self.recorder = recorder
+        self.publish = publish
+        self.cancel = cancel or threading.Event()
+        self.numerics = numerics
+        self.state = RecordingState()
+        self._stack: list[_Frame] = []
+        self._next_index = 0
+        self._overhead = 0.0
+        self._numerics_cache: dict[int, dict[str, Any] | None] = {}
+
+    # --- hooks --------------------------------------------------------------------
+    def enter_pass_ctx(self) -> None:
+        self._stack.clear()
+
+    def exit_pass_ctx(self) -> None:
+        self._stack.clear()
+
+    def should_run(self, mod: IRModule, info: Any) -> bool:
+        self._check_cancel()
+        return True
+
+    def run_before_pass(self, mod: IRModule, info: Any) -> None:
+        self._check_cancel()
+        t0 = time.perf_counter()
+        parent = self._stack[-1].index if self._stack else None
+        frame = _Frame(self._next_index, str(info.name), int(info.opt_level), len(self._stack),
+                       parent, self.recorder.record(mod))
+        self._next_index += 1
+        self.state.last_snapshot = frame.before
+        self.publish(PASS_STARTED, {"pass_index": frame.index, "name": frame.name,
+                                    "opt_level": frame.opt_level, "depth": frame.depth,
+                                    "parent_index": frame.parent})
+        self._stack.append(frame)
+        self._overhead += time.perf_counter() - t0
+        frame.overhead_at_start = self._overhead
+        frame.started = time.perf_counter()
+
+    def run_after_pass(self, mod: IRModule, info: Any) -> None:
+        stopped = time.perf_counter()
+        frame = self._pop(info)
+        if frame is None:
+            return
+        elapsed = (stopped - frame.started) - (self._overhead - frame.overhead_at_start)
+        t0 = time.perf_counter()
+        after = self.recorder.record(mod)
+        changed = after.key != frame.before.key
+        numerics = self._numerics_for(after, mod)
+        if numerics is not None and not numerics["ok"] and self.state.first_break is None:
+            self.state.first_break = (frame.name, mod)
+        self.state.last_snapshot = after
+        self.state.records.append(PassRecord(frame.index, frame.name, frame.depth, frame.parent, changed,
+                                             elapsed * 1e3, numerics, after.id))
+        self.publish(PASS_FINISHED, {
+            "pass_index": frame.index, "name": frame.name, "opt_level": frame.opt_level,
+            "depth": frame.depth, "parent_index": frame.parent, "before": frame.before.id,
+            "after": after.id, "changed": changed, "elapsed_ms": round(elapsed * 1e3, 4),
+            "span_coverage": round(after.coverage, 6),
+            "stats": {"nodes": after.num_nodes,
+                      "nodes_delta": after.num_nodes - frame.before.num_nodes},
+            "numerics": numerics,
+        })
+        self._overhead += time.perf_counter() - t0
+
+    def run_after_pass_failed(self, mod: IRModule, info: Any, exc: BaseException) -> None:
+        frame = self._pop(info)
+        if frame is None:
+            return
+        if isinstance(exc, RunCancelled) or isinstance(exc.__cause__, RunCancelled):
+            return
+        message = f"{type(exc).__name__}: {exc}"
+        self.state.failed.append((frame.name, message))
+        self.publish(PASS_FAILED, {"pass_index": frame.index, "name": frame.name,
+                                   "message": message, "before": frame.before.id,
+                                   "after": None})
+
+    # --- helpers ------------------------------------------------------------------
+    def _check_cancel(self) -> None:
+        if self.cancel.is_set():
+            raise RunCancelled("the run was cancelled")
+
+    def _pop(self, info: Any) -> _Frame | None:
+        name = str(info.name)
+        while self._stack:
+            frame = self._stack.pop()
+            if frame.name == name:
+                return frame
+        return None
+
+    def _numerics_for(self, snap: Snapshot, mod: IRModule) -> dict[str, Any] | None:
+        if self.numerics is None:
+            return None
+        if snap.id not in self._numerics_cache:
+            self._numerics_cache[snap.id] = self.numerics(mod)
+        return self._numerics_cache[snap.id]

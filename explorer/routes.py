@@ -1,0 +1,190 @@
+"""HTTP blueprint: pages and the JSON API of docs/PROTOCOL.md, each a thin adapter."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Blueprint, Flask, Response, jsonify, render_template, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from explorer import exchange, queries, services
+from explorer.demo import demo_session
+from explorer.protocol import ApiError, bad_request
+
+bp = Blueprint("explorer", __name__)
+
+
+# --- pages -------------------------------------------------------------------------------
+@bp.get("/")
+@bp.get("/s/<session_id>")
+@bp.get("/s/<session_id>/r/<run_id>")
+def index(session_id: str | None = None, run_id: str | None = None) -> str:
+    return render_template("index.html", session_id=session_id, run_id=run_id)
+
+
+# --- sessions --------------------------------------------------------------------------
+@bp.post("/api/sessions")
+def create_session() -> tuple[Response, int]:
+    upload = request.files.get("file")
+    if upload is None:
+        raise bad_request("missing_file", "send the model as the multipart field 'file'")
+    from explorer.sessions import parse_input_shapes
+
+    shapes = parse_input_shapes(request.form.get("input_shapes"))
+    session = services().sessions.create(upload.filename or "", upload.read(), shapes)
+    return jsonify({"session": session}), 201
+
+
+@bp.post("/api/sessions/demo")
+def create_demo_session() -> tuple[Response, int]:
+    svc = services()
+    return jsonify({"session": demo_session(svc.sessions, svc.data_dir)}), 201
+
+
+@bp.get("/api/sessions")
+def list_sessions() -> Response:
+    return jsonify({"sessions": services().store.sessions()})
+
+
+@bp.get("/api/sessions/<sid>")
+def get_session(sid: str) -> Response:
+    store = services().store
+    graph = {k: v for k, v in store.session_graph(sid).items() if k != "input_shapes"}
+    return jsonify({"session": store.session(sid), "graph": graph, "runs": store.runs_of(sid)})
+
+
+@bp.get("/api/passes")
+def list_passes() -> Response:
+    from explorer import engine_bridge
+
+    return jsonify({"passes": engine_bridge.registered_passes()})
+
+
+# --- runs ------------------------------------------------------------------------------
+@bp.get("/api/runs/<rid>")
+def get_run(rid: str) -> Response:
+    return jsonify({"run": services().store.run(rid)})
+
+
+@bp.get("/api/runs/<rid>/events")
+def get_events(rid: str) -> Response:
+    since = _int_arg("since", 0)
+    return jsonify({"events": services().store.events(rid, since)})
+
+
+@bp.get("/api/snapshots/<int:snapshot_id>")
+def get_snapshot(snapshot_id: int) -> Response:
+    snap = services().store.snapshot(snapshot_id)
+    return jsonify({"snapshot": {k: snap[k] for k in ("id", "text", "source_map",
+                                                      "line_count")}})
+
+
+@bp.get("/api/diff")
+def get_diff() -> Response:
+    return jsonify(queries.diff(services().store, _int_arg("a"), _int_arg("b")))
+
+
+@bp.get("/api/runs/<rid>/backtrace/<int:node_id>")
+def get_backtrace(rid: str, node_id: int) -> Response:
+    svc = services()
+    return jsonify(queries.backtrace(svc.store, svc.snapshots, rid, node_id))
+
+
+@bp.get("/api/runs/<rid>/layers/<path:layer>")
+def get_layer(rid: str, layer: str) -> Response:
+    svc = services()
+    return jsonify(queries.layer_nodes(svc.store, svc.snapshots, rid, layer))
+
+
+@bp.get("/api/runs/<rid>/timing")
+def get_timing(rid: str) -> Response:
+    store = services().store
+    store.run(rid)
+    return jsonify(queries.timing_tree(store, rid))
+
+
+@bp.get("/api/runs/<rid>/schedules")
+def get_schedules(rid: str) -> Response:
+    nodes = _schedules(rid)
+    return jsonify({"nodes": [{k: v for k, v in n.items() if k != "steps"} for n in nodes]})
+
+
+@bp.get("/api/runs/<rid>/schedules/<int:index>")
+def get_schedule(rid: str, index: int) -> Response:
+    for node in _schedules(rid):
+        if node["index"] == index:
+            steps = node["steps"]
+            return jsonify({"node": {k: v for k, v in node.items() if k != "steps"},
+                            "steps": steps})
+    raise ApiError(404, "not_found", f"run {rid!r} has no graph node {index}")
+
+
+def _schedules(rid: str) -> list[dict[str, Any]]:
+    store = services().store
+    store.run(rid)
+    return store.artifact(rid, "schedules", [])
+
+
+@bp.get("/api/runs/<rid>/export")
+def export_run(rid: str) -> Response:
+    doc = exchange.export_run(services().store, rid)
+    return Response(json.dumps(doc), mimetype="application/json", headers={
+        "Content-Disposition": f'attachment; filename="run-{rid}.json"'})
+
+
+@bp.post("/api/runs/import")
+def import_run() -> tuple[Response, int]:
+    upload = request.files.get("file")
+    if upload is None:
+        raise bad_request("missing_file", "send the export as the multipart field 'file'")
+    session, run = exchange.import_run(services().store, upload.read())
+    return jsonify({"session": session, "run": run}), 201
+
+
+def _int_arg(name: str, default: int | None = None) -> int:
+    raw = request.args.get(name)
+    if raw is None and default is not None:
+        return default
+    try:
+        return int(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise bad_request("bad_argument", f"query argument {name!r} must be an integer") from None
+
+
+# --- errors at the boundary -----------------------------------------------------------
+def register_error_handlers(app: Flask) -> None:
+    app.register_error_handler(ApiError, _api_error)
+    app.register_error_handler(RequestEntityTooLarge, _too_large)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected)
+
+
+def _api_error(err: ApiError) -> tuple[Response, int]:
+    return jsonify(err.body()), err.status
+
+
+def _too_large(_: RequestEntityTooLarge) -> tuple[Response, int]:
+    from flask import current_app
+
+    limit = current_app.config["MAX_CONTENT_LENGTH"]
+    err = ApiError(413, "too_large", f"the upload exceeds the limit of {limit} bytes",
+                   {"limit": limit})
+    return jsonify(err.body()), 413
+
+
+def _http_error(exc: HTTPException) -> tuple[Response, int] | HTTPException:
+    if not request.path.startswith("/api/"):
+        return exc
+    code = (exc.name or "error").lower().replace(" ", "_")
+    err = ApiError(exc.code or 500, code, exc.description or exc.name or "error")
+    return jsonify(err.body()), err.status
+
+
+def _unexpected(exc: Exception) -> tuple[Response, int]:
+    from flask import current_app
+
+    current_app.logger.exception("unexpected error on %s", request.path)
+    err = ApiError(500, "internal_error", "the server failed on this request",
+                   {"exception": type(exc).__name__})
+    return jsonify(err.body()), 500

@@ -1,0 +1,199 @@
+"""Sessions: an uploaded model stored under a server-chosen name, imported once.
+
+Import errors are mapped to `ApiError`s by the engine's error class (table
+below), so the client gets a 4xx naming the problem, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path, PurePath
+from typing import Any
+
+from engine.ir.type import TensorType
+from explorer import engine_bridge
+from explorer.engine_bridge import Imported
+from explorer.protocol import UPLOAD_EXTENSIONS, ApiError, Session, TensorInfo, bad_request
+from explorer.store import Store
+
+MAX_INPUT_ELEMENTS = 2**31
+
+# Engine error class name -> (HTTP status, error code). The most specific class wins.
+IMPORT_ERRORS: dict[str, tuple[int, str]] = {
+    "UnsupportedOperatorError": (422, "unsupported_operators"),
+    "TensorTooLargeError": (422, "tensor_too_large"),
+    "InvalidGraphError": (422, "invalid_graph"),
+    "ConversionError": (422, "conversion_failed"),
+    "TypeInferenceError": (422, "type_error"),
+    "UnknownFormatError": (415, "unknown_format"),
+    "CorruptModelError": (400, "corrupt_model"),
+    "UnsafeModelError": (400, "unsafe_model"),
+    "ParseError": (400, "parse_error"),
+    "FrontendError": (400, "import_failed"),
+    "EngineError": (422, "import_failed"),
+}
+
+
+def new_id() -> str:
+    return secrets.token_urlsafe(9)
+
+
+def format_for(filename: str) -> str:
+    suffix = PurePath(filename).suffix.lower()
+    for fmt, suffixes in UPLOAD_EXTENSIONS.items():
+        if suffix in suffixes:
+            return fmt
+    allowed = sorted(s for group in UPLOAD_EXTENSIONS.values() for s in group)
+    raise ApiError(415, "unsupported_extension",
+                   f"files ending in {suffix or '(nothing)'!r} are not accepted; "
+                   f"upload one of: {', '.join(allowed)}", {"allowed": allowed})
+
+
+def parse_input_shapes(raw: str | None) -> dict[str, list[int]] | None:
+    if not raw:
+        return None
+    try:
+        shapes = json.loads(raw)
+    except ValueError:
+        raise bad_request("bad_input_shapes", "input_shapes is not valid JSON") from None
+    if not isinstance(shapes, dict):
+        raise bad_request("bad_input_shapes", 'input_shapes must be {"name": [dims]}')
+    for name, dims in shapes.items():
+        if not isinstance(dims, list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
+            raise bad_request("bad_input_shapes",
+                              f"input_shapes[{name!r}] must be a list of positive integers")
+        _check_elements(name, dims)
+    return shapes
+
+
+def _check_elements(name: str, dims: list[int]) -> None:
+    total = 1
+    for d in dims:
+        total *= d
+    if total > MAX_INPUT_ELEMENTS:
+        raise ApiError(422, "tensor_too_large",
+                       f"input {name!r} declares {total} elements (limit {MAX_INPUT_ELEMENTS})",
+                       {"input": name, "shape": dims})
+
+
+def import_error(exc: Exception, filename: str) -> ApiError:
+    """The ApiError for an exception raised while importing `filename`."""
+    for cls in type(exc).__mro__:
+        found = IMPORT_ERRORS.get(cls.__name__)
+        if found is not None:
+            status, code = found
+            detail: dict[str, Any] = {"exception": type(exc).__name__}
+            if hasattr(exc, "ops"):
+                detail["operators"] = dict(exc.ops)
+            return ApiError(status, code, f"{filename}: {_scrub(str(exc))}", detail)
+    return ApiError(422, "import_failed",
+                    f"{filename}: the model could not be imported ({type(exc).__name__})",
+                    {"exception": type(exc).__name__})
+
+
+def _scrub(message: str) -> str:
+    """Drop server-side paths from a message (first line kept short)."""
+    words = [("<file>" if "/" in w and Path(w.strip("'\":,")).is_absolute() else w)
+             for w in message.split(" ")]
+    return " ".join(words)[:2000]
+
+
+def _tensor(name: str, ty: Any) -> TensorInfo:
+    if isinstance(ty, TensorType):
+        return TensorInfo(name=name, shape=[d if isinstance(d, int) else "?" for d in ty.shape],
+                          dtype=ty.dtype)
+    return TensorInfo(name=name, shape=[], dtype=str(ty))
+
+
+def describe(sid: str, name: str, imported: Imported) -> Session:
+    main = engine_bridge.main_function(imported.mod)
+    inputs = [_tensor(p.name_hint, p.type_annotation) for p in main.params
+              if p.name_hint not in imported.params]
+    outputs = imported.graph.get("outputs") or []
+    if not outputs and main.ret_type is not None:
+        outputs = [_tensor("output", main.ret_type)]
+    layers = len(imported.graph.get("layers") or [])
+    return Session(id=sid, name=name, format=imported.format, created=time.time(),
+                   num_layers=layers, inputs=inputs, outputs=list(outputs))
+
+
+class SessionService:
+    """Creates sessions from uploads or local files and caches their imported modules."""
+
+    def __init__(self, store: Store, models_dir: Path, cache_size: int = 4) -> None:
+        self.store = store
+        self.models_dir = models_dir
+        self.models_dir.mkdir(parents=True, exist_ok=True)
+        self._cache: OrderedDict[str, Imported] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def create(self, filename: str, data: bytes,
+               shapes: dict[str, list[int]] | None = None) -> Session:
+        """A session for uploaded bytes; `filename` is the client's name, used for display
+        and the format hint only (the file is stored under a server-chosen name)."""
+        display = PurePath(filename.replace("\\", "/")).name or "model"
+        fmt = format_for(display)
+        if not data:
+            raise bad_request("empty_file", f"{display}: the file is empty")
+        sid = new_id()
+        path = self.models_dir / f"{sid}{PurePath(display).suffix.lower()}"
+        path.write_bytes(data)
+        try:
+            imported = self._import(path, fmt, shapes, display)
+        except ApiError:
+            path.unlink(missing_ok=True)
+            raise
+        return self._register(sid, display, imported, path.name, shapes)
+
+    def _import(self, path: Path, fmt: str, shapes: dict[str, list[int]] | None,
+                display: str) -> Imported:
+        try:
+            imported = engine_bridge.load_model(path, fmt, shapes)
+        except (ImportError, MemoryError, RecursionError):
+            raise
+        except Exception as exc:  # mapped by class at the boundary; see IMPORT_ERRORS
+            raise import_error(exc, display) from exc
+        for p in engine_bridge.main_function(imported.mod).params:
+            ty = p.type_annotation
+            if isinstance(ty, TensorType) and ty.is_static:
+                _check_elements(p.name_hint, list(ty.concrete_shape))
+        return imported
+
+    def _register(self, sid: str, name: str, imported: Imported, model_file: str,
+                  shapes: dict[str, list[int]] | None) -> Session:
+        session = describe(sid, name, imported)
+        graph = dict(imported.graph)
+        graph["input_shapes"] = shapes
+        self.store.add_session(session, graph, model_file)
+        self._remember(sid, imported)
+        return session
+
+    def imported(self, sid: str) -> Imported:
+        """The session's imported module (re-imported from its stored file after a restart)."""
+        with self._lock:
+            hit = self._cache.get(sid)
+            if hit is not None:
+                self._cache.move_to_end(sid)
+                return hit
+        session = self.store.session(sid)
+        model_file = self.store.session_model_file(sid)
+        if model_file is None:
+            raise ApiError(409, "no_model", f"session {sid!r} has no model file (imported run)")
+        shapes = self.store.session_graph(sid).get("input_shapes")
+        fmt = format_for(session["name"]) if session["format"] != "relay" else "relay"
+        imported = self._import(self.models_dir / model_file, fmt, shapes, session["name"])
+        self._remember(sid, imported)
+        return imported
+
+    def _remember(self, sid: str, imported: Imported) -> None:
+        with self._lock:
+            self._cache[sid] = imported
+            self._cache.move_to_end(sid)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)

@@ -1,0 +1,69 @@
+"""The Socket.IO namespace `/explorer`: start, watch (with replay) and cancel runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import request
+from flask_socketio import Namespace, join_room, leave_room
+
+from explorer import run_room, services
+from explorer.protocol import NAMESPACE, RUN_EVENT, ApiError, RunEvent, RunOptions, bad_request
+
+Ack = dict[str, Any]
+
+
+def _run_id(payload: Any) -> str:
+    if not isinstance(payload, dict) or not isinstance(payload.get("run_id"), str):
+        raise bad_request("bad_payload", "the payload needs a string 'run_id'")
+    return payload["run_id"]
+
+
+def _guard(handler: Any) -> Any:
+    """Answer an ApiError as the ack `{"error": {...}}` instead of dropping it."""
+    def wrapped(self: Namespace, payload: Any = None) -> Ack:
+        try:
+            return handler(self, payload)
+        except ApiError as err:
+            return dict(err.body())
+    wrapped.__name__ = handler.__name__
+    return wrapped
+
+
+class ExplorerNamespace(Namespace):
+    @_guard
+    def on_start_run(self, payload: Any) -> Ack:
+        if not isinstance(payload, dict) or not isinstance(payload.get("session_id"), str):
+            raise bad_request("bad_payload", "the payload needs a string 'session_id'")
+        options = RunOptions.from_json(payload.get("options"))
+        run_id = services().runs.start(payload["session_id"], options)
+        return {"run_id": run_id}
+
+    @_guard
+    def on_subscribe(self, payload: Any) -> Ack:
+        run_id = _run_id(payload)
+        since = payload.get("since", 0)
+        if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+            raise bad_request("bad_payload", "'since' must be a non-negative integer")
+        svc = services()
+        svc.store.run(run_id)
+        sid = request.sid  # type: ignore[attr-defined]
+
+        def send(event: RunEvent) -> None:
+            self.emit(RUN_EVENT, event, to=sid)
+
+        def join() -> None:
+            join_room(run_room(run_id), sid=sid, namespace=NAMESPACE)
+
+        replayed = svc.hub.subscribe(run_id, since, send, join)
+        return {"ok": True, "replayed": replayed}
+
+    @_guard
+    def on_unsubscribe(self, payload: Any) -> Ack:
+        run_id = _run_id(payload)
+        leave_room(run_room(run_id), sid=request.sid, namespace=NAMESPACE)  # type: ignore[attr-defined]
+        return {"ok": True}
+
+    @_guard
+    def on_cancel_run(self, payload: Any) -> Ack:
+        return {"ok": services().runs.cancel(_run_id(payload))}

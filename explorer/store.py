@@ -1,0 +1,226 @@
+"""SQLite persistence: sessions, runs, their events, snapshots and run artifacts.
+
+Snapshot texts and source maps are content-addressed blobs (sha256 of the
+bytes, zlib-compressed), so a module state printed twice is stored once. One
+connection per Store, guarded by a lock: handlers and background runs share it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from explorer.protocol import RunEvent, RunSummary, Session, not_found
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY, created REAL NOT NULL, model_file TEXT,
+    session TEXT NOT NULL, graph TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshots (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL,
+    text_hash TEXT NOT NULL, map_hash TEXT NOT NULL, line_count INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY, session_id TEXT NOT NULL, created REAL NOT NULL,
+    status TEXT NOT NULL, summary TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS runs_by_session ON runs(session_id, created);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL, idx INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (run_id, idx));
+CREATE TABLE IF NOT EXISTS artifacts (
+    run_id TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, key));
+"""
+
+
+class Store:
+    """All persistent state of the explorer (one SQLite file, or `:memory:`)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _one(self, sql: str, args: tuple[Any, ...]) -> Any:
+        with self._lock:
+            return self._db.execute(sql, args).fetchone()
+
+    def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # --- sessions ---------------------------------------------------------------
+    def add_session(self, session: Session, graph: dict[str, Any], model_file: str | None) -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?)",
+                       (session["id"], session["created"], model_file, json.dumps(session),
+                        json.dumps(graph)))
+
+    def session(self, sid: str) -> Session:
+        row = self._one("SELECT session FROM sessions WHERE id = ?", (sid,))
+        if row is None:
+            raise not_found("session", sid)
+        return json.loads(row[0])
+
+    def session_graph(self, sid: str) -> dict[str, Any]:
+        row = self._one("SELECT graph FROM sessions WHERE id = ?", (sid,))
+        if row is None:
+            raise not_found("session", sid)
+        return json.loads(row[0])
+
+    def session_model_file(self, sid: str) -> str | None:
+        row = self._one("SELECT model_file FROM sessions WHERE id = ?", (sid,))
+        if row is None:
+            raise not_found("session", sid)
+        return row[0]
+
+    def sessions(self) -> list[Session]:
+        rows = self._all("SELECT session FROM sessions ORDER BY created DESC, rowid DESC")
+        return [json.loads(r[0]) for r in rows]
+
+    # --- runs ---------------------------------------------------------------------
+    def add_run(self, summary: RunSummary) -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?)",
+                       (summary["id"], summary["session_id"], time.time(), summary["status"],
+                        json.dumps(summary)))
+
+    def update_run(self, summary: RunSummary) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE runs SET status = ?, summary = ? WHERE id = ?",
+                       (summary["status"], json.dumps(summary), summary["id"]))
+
+    def run(self, rid: str) -> RunSummary:
+        row = self._one("SELECT summary FROM runs WHERE id = ?", (rid,))
+        if row is None:
+            raise not_found("run", rid)
+        return json.loads(row[0])
+
+    def runs_of(self, sid: str) -> list[RunSummary]:
+        rows = self._all("SELECT summary FROM runs WHERE session_id = ? "
+                         "ORDER BY created DESC, rowid DESC", (sid,))
+        return [json.loads(r[0]) for r in rows]
+
+    def running_runs(self) -> list[RunSummary]:
+        return [json.loads(r[0]) for r in
+                self._all("SELECT summary FROM runs WHERE status = 'running'")]
+
+    # --- events (index per run, no gaps) ----------------------------------------
+    def append_event(self, run_id: str, session_id: str, etype: str,
+                     data: dict[str, Any]) -> RunEvent:
+        with self._tx() as db:
+            row = db.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM events WHERE run_id = ?",
+                             (run_id,)).fetchone()
+            index = int(row[0])
+            db.execute("INSERT INTO events VALUES (?, ?, ?, ?)",
+                       (run_id, index, etype, json.dumps(data)))
+        return RunEvent(run_id=run_id, session_id=session_id, index=index, type=etype, data=data)
+
+    def events(self, run_id: str, since: int = 0) -> list[RunEvent]:
+        summary = self.run(run_id)
+        rows = self._all("SELECT idx, type, data FROM events WHERE run_id = ? AND idx >= ? "
+                         "ORDER BY idx", (run_id, since))
+        return [RunEvent(run_id=run_id, session_id=summary["session_id"], index=i, type=t,
+                         data=json.loads(d)) for i, t, d in rows]
+
+    # --- snapshots (content-addressed blobs) --------------------------------------
+    def _put_blob(self, db: sqlite3.Connection, raw: bytes) -> str:
+        digest = hashlib.sha256(raw).hexdigest()
+        db.execute("INSERT OR IGNORE INTO blobs VALUES (?, ?)", (digest, zlib.compress(raw, 6)))
+        return digest
+
+    def _blob(self, digest: str) -> bytes:
+        row = self._one("SELECT data FROM blobs WHERE hash = ?", (digest,))
+        if row is None:
+            raise not_found("blob", digest)
+        return zlib.decompress(row[0])
+
+    def add_snapshot(self, run_id: str, text: str, source_map: list[dict[str, Any]]) -> int:
+        text_raw = text.encode()
+        map_raw = json.dumps(source_map, separators=(",", ":")).encode()
+        with self._tx() as db:
+            text_hash = self._put_blob(db, text_raw)
+            map_hash = self._put_blob(db, map_raw)
+            cur = db.execute("INSERT INTO snapshots (run_id, text_hash, map_hash, line_count) "
+                             "VALUES (?, ?, ?, ?)",
+                             (run_id, text_hash, map_hash, text.count("\n") + 1))
+            return int(cur.lastrowid or 0)
+
+    def snapshot(self, snapshot_id: int) -> dict[str, Any]:
+        row = self._one("SELECT text_hash, map_hash, line_count, run_id FROM snapshots "
+                        "WHERE id = ?", (snapshot_id,))
+        if row is None:
+            raise not_found("snapshot", snapshot_id)
+        return {"id": snapshot_id, "run_id": row[3], "text": self._blob(row[0]).decode(),
+                "source_map": json.loads(self._blob(row[1])), "line_count": row[2],
+                "text_hash": row[0]}
+
+    def snapshot_text_hash(self, snapshot_id: int) -> str:
+        row = self._one("SELECT text_hash FROM snapshots WHERE id = ?", (snapshot_id,))
+        if row is None:
+            raise not_found("snapshot", snapshot_id)
+        return str(row[0])
+
+    # --- artifacts (timing tree, schedules, numerics inputs...) -------------------
+    def put_artifact(self, run_id: str, key: str, data: Any) -> None:
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO artifacts VALUES (?, ?, ?)",
+                       (run_id, key, json.dumps(data)))
+
+    def artifact(self, run_id: str, key: str, default: Any = None) -> Any:
+        row = self._one("SELECT data FROM artifacts WHERE run_id = ? AND key = ?", (run_id, key))
+        return default if row is None else json.loads(row[0])
+
+    def artifacts(self, run_id: str) -> dict[str, Any]:
+        rows = self._all("SELECT key, data FROM artifacts WHERE run_id = ?", (run_id,))
+        return {k: json.loads(d) for k, d in rows}
+
+    # --- sizes (benchmarks) -----------------------------------------------------
+    def run_bytes(self, run_id: str) -> int:
+        """Bytes this run occupies: its events, artifacts and the blobs its snapshots use."""
+        with self._lock:
+            events = self._db.execute("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM events "
+                                      "WHERE run_id = ?", (run_id,)).fetchone()[0]
+            arts = self._db.execute("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM artifacts "
+                                    "WHERE run_id = ?", (run_id,)).fetchone()[0]
+            blobs = self._db.execute(
+                "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM blobs WHERE hash IN "
+                "(SELECT text_hash FROM snapshots WHERE run_id = ? "
+                " UNION SELECT map_hash FROM snapshots WHERE run_id = ?)",
+                (run_id, run_id)).fetchone()[0]
+        return int(events) + int(arts) + int(blobs)
+
+    def mark_interrupted_run(self, run_id: str) -> None:
+        """A run left `running` by a server that died becomes `interrupted`."""
+        summary = self.run(run_id)
+        summary["status"] = "interrupted"
+        summary["error"] = summary.get("error") or "the server stopped during the run"
+        last = self._one("SELECT MAX(id) FROM snapshots WHERE run_id = ?", (run_id,))
+        if last is not None and last[0] is not None:
+            summary["final_snapshot"] = int(last[0])
+        self.update_run(summary)
