@@ -1,0 +1,129 @@
+"""Tensor creation: zeros, ones, full, *_like, arange (TVM's `relay.zeros`, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from engine.ir.attrs import Attrs
+from engine.ir.expr import Call, Constant, Expr
+from engine.ir.type import TensorType, Type
+from engine.relay.expr import const
+from engine.relay.op._typing import check_arity, tensor_arg, type_str
+from engine.relay.op.op import ELEMWISE, OPAQUE, TypeRelationError, define_op, make_call
+
+INIT_KEY = "relay.attrs.InitOpAttrs"
+
+
+def _shape_attr(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, Constant):
+        shape = shape.data.numpy().tolist()
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(d) for d in shape)
+
+
+def _init_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    check_arity(arg_types, 0)
+    return TensorType(attrs.shape, attrs.dtype)
+
+
+def _full_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    check_arity(arg_types, 1)
+    fill = tensor_arg(arg_types, 0)
+    if fill.ndim != 0:
+        raise TypeRelationError("fill_value must be a scalar", arg=0, expected="a 0-D tensor",
+                                actual=type_str(fill))
+    return TensorType(attrs.shape, attrs.dtype or fill.dtype)
+
+
+def _like_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    check_arity(arg_types, 1)
+    return tensor_arg(arg_types, 0)
+
+
+def _full_like_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    check_arity(arg_types, 2)
+    data, fill = tensor_arg(arg_types, 0), tensor_arg(arg_types, 1)
+    if fill.ndim != 0:
+        raise TypeRelationError("fill_value must be a scalar", arg=1, expected="a 0-D tensor",
+                                actual=type_str(fill))
+    return data
+
+
+define_op("zeros", (), _init_rel, ELEMWISE,
+          lambda xs, attrs: np.zeros(attrs.shape, attrs.dtype), attrs_type_key=INIT_KEY)
+define_op("ones", (), _init_rel, ELEMWISE,
+          lambda xs, attrs: np.ones(attrs.shape, attrs.dtype), attrs_type_key=INIT_KEY)
+define_op("full", ("fill_value",), _full_rel, ELEMWISE,
+          lambda xs, attrs: np.full(attrs.shape, xs[0], attrs.dtype or xs[0].dtype),
+          attrs_type_key=INIT_KEY)
+define_op("zeros_like", ("data",), _like_rel, ELEMWISE, lambda xs, attrs: np.zeros_like(xs[0]))
+define_op("ones_like", ("data",), _like_rel, ELEMWISE, lambda xs, attrs: np.ones_like(xs[0]))
+define_op("full_like", ("data", "fill_value"), _full_like_rel, ELEMWISE,
+          lambda xs, attrs: np.full_like(xs[0], xs[1]))
+
+
+def zeros(shape: Any, dtype: str = "float32") -> Call:
+    return make_call("zeros", (), {"shape": _shape_attr(shape), "dtype": dtype}, INIT_KEY)
+
+
+def ones(shape: Any, dtype: str = "float32") -> Call:
+    return make_call("ones", (), {"shape": _shape_attr(shape), "dtype": dtype}, INIT_KEY)
+
+
+def full(fill_value: Any, shape: Any = (), dtype: str = "") -> Call:
+    fill = fill_value if isinstance(fill_value, Expr) else const(fill_value, dtype or None)
+    return make_call("full", (fill,), {"shape": _shape_attr(shape), "dtype": dtype}, INIT_KEY)
+
+
+def zeros_like(data: Expr) -> Call:
+    return make_call("zeros_like", (data,))
+
+
+def ones_like(data: Expr) -> Call:
+    return make_call("ones_like", (data,))
+
+
+def full_like(data: Expr, fill_value: Any) -> Call:
+    fill = fill_value if isinstance(fill_value, Expr) else const(fill_value)
+    return make_call("full_like", (data, fill))
+
+
+# --- arange --------------------------------------------------------------------------------
+def _arange_count(attrs: Attrs) -> int:
+    return len(np.arange(attrs.start, attrs.stop, attrs.step))
+
+
+def _arange_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    check_arity(arg_types, 0)
+    return TensorType((_arange_count(attrs),), attrs.dtype)
+
+
+define_op("arange", (), _arange_rel, OPAQUE,
+          lambda xs, attrs: np.arange(attrs.start, attrs.stop, attrs.step).astype(attrs.dtype),
+          attrs_type_key="relay.attrs.ArangeAttrs")
+
+
+def _number(value: Any, name: str) -> float | int:
+    if isinstance(value, Constant):
+        value = value.data.numpy()
+    if isinstance(value, Expr):
+        raise TypeError(f"arange: {name} must be a constant (dynamic arange is not supported)")
+    scalar = np.asarray(value).item()
+    return scalar  # type: ignore[no-any-return]
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: str = "float32") -> Call:
+    """`relay.arange(start, stop=None, step=None, dtype)`; bounds must be constants."""
+    if stop is None:
+        start, stop = 0, start
+    return make_call("arange", (), {
+        "start": _number(start, "start"), "stop": _number(stop, "stop"),
+        "step": 1 if step is None else _number(step, "step"), "dtype": dtype},
+        "relay.attrs.ArangeAttrs")
+
+
+__all__ = ["arange", "full", "full_like", "ones", "ones_like", "zeros", "zeros_like"]

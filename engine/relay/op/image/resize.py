@@ -1,0 +1,161 @@
+"""image.resize2d: nearest, linear and cubic, separable per axis (TVM 0.10+ signature)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from engine.ir.attrs import Attrs
+from engine.ir.expr import Call, Expr
+from engine.ir.type import TensorType, Type
+from engine.relay.op._typing import check_arity, tensor_arg
+from engine.relay.op.nn._layout import dims, from_canonical, to_canonical
+from engine.relay.op.op import INJECTIVE, define_op, make_call
+
+RESIZE_KEY = "relay.attrs.Resize2DAttrs"
+
+
+def source_coords(out_size: int, in_size: int, ctm: str, roi: tuple[float, float] = (0.0, 1.0)
+                  ) -> np.ndarray:
+    """Input coordinate of each output index under a coordinate transformation mode."""
+    x = np.arange(out_size, dtype=np.float64)
+    scale = out_size / in_size
+    if ctm == "half_pixel":
+        return (x + 0.5) / scale - 0.5
+    if ctm == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if out_size > 1 else np.zeros_like(x)
+    if ctm == "align_corners":
+        return x * ((in_size - 1) / (out_size - 1)) if out_size > 1 else np.zeros_like(x)
+    if ctm == "asymmetric":
+        return x / scale
+    if ctm == "tf_half_pixel_for_nn":
+        return (x + 0.5) / scale
+    if ctm == "tf_crop_and_resize":
+        start, end = roi
+        if out_size > 1:
+            return start * (in_size - 1) + x * (end - start) * (in_size - 1) / (out_size - 1)
+        return np.full_like(x, 0.5 * (start + end) * (in_size - 1))
+    raise ValueError(f"resize2d: unknown coordinate_transformation_mode {ctm!r}")
+
+
+def _nearest_index(coords: np.ndarray, rounding: str) -> np.ndarray:
+    eps = 1e-5
+    if rounding == "round":
+        idx = np.sign(coords) * np.floor(np.abs(coords) + 0.5)
+    elif rounding == "round_prefer_floor":
+        idx = np.ceil(coords - 0.5)
+    elif rounding == "round_prefer_ceil":
+        idx = np.floor(coords + 0.5)
+    elif rounding == "ceil":
+        idx = np.ceil(coords - eps)
+    else:
+        idx = np.floor(coords + eps)
+    return idx.astype(np.int64)
+
+
+def _cubic_weights(frac: np.ndarray, alpha: float) -> np.ndarray:
+    """Keys cubic kernel weights for taps at offsets -1, 0, 1, 2."""
+    def kernel(t: np.ndarray) -> np.ndarray:
+        t = np.abs(t)
+        near = ((alpha + 2) * t - (alpha + 3)) * t * t + 1
+        far = ((alpha * t - 5 * alpha) * t + 8 * alpha) * t - 4 * alpha
+        return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
+    return np.stack([kernel(frac + 1), kernel(frac), kernel(1 - frac), kernel(2 - frac)], -1)
+
+
+def axis_taps(out_size: int, in_size: int, method: str, ctm: str, rounding: str,
+              cubic_alpha: float = -0.5, cubic_exclude: bool = False,
+              roi: tuple[float, float] = (0.0, 1.0)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indices (out, taps), weights (out, taps), in-bounds mask (out,)) along one axis."""
+    coords = source_coords(out_size, in_size, ctm, roi)
+    inside = (coords >= 0) & (coords <= in_size - 1) if ctm == "tf_crop_and_resize" else \
+        np.ones(out_size, dtype=bool)
+    if method == "nearest_neighbor":
+        idx = np.clip(_nearest_index(coords, rounding), 0, in_size - 1)[:, None]
+        return idx, np.ones_like(idx, dtype=np.float64), inside
+    base = np.floor(coords)
+    frac = coords - base
+    if method == "linear":
+        idx = base[:, None].astype(np.int64) + np.array([0, 1])
+        weights = np.stack([1 - frac, frac], -1)
+    elif method == "cubic":
+        idx = base[:, None].astype(np.int64) + np.array([-1, 0, 1, 2])
+        weights = _cubic_weights(frac, cubic_alpha)
+        if cubic_exclude:
+            weights = np.where((idx >= 0) & (idx < in_size), weights, 0.0)
+            weights = weights / weights.sum(-1, keepdims=True)
+    else:
+        raise ValueError(f"resize2d: unknown method {method!r}")
+    return np.clip(idx, 0, in_size - 1), weights, inside
+
+
+def _resize_axis(x: np.ndarray, axis: int, taps: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 extrapolation: float) -> np.ndarray:
+    idx, weights, inside = taps
+    moved = np.moveaxis(x, axis, -1)
+    gathered = moved[..., idx]  # (..., out, taps)
+    out = np.einsum("...ot,ot->...o", gathered, weights.astype(x.dtype))
+    if not inside.all():
+        out = np.where(inside, out, np.asarray(extrapolation, out.dtype))
+    return np.moveaxis(out, -1, axis)
+
+
+def resize_nchw(x: np.ndarray, size: Sequence[int], method: str, ctm: str, rounding: str,
+                cubic_alpha: float = -0.5, cubic_exclude: bool = False,
+                roi: Sequence[float] = (0.0, 0.0, 1.0, 1.0),
+                extrapolation: float = 0.0) -> np.ndarray:
+    """Resize the H and W axes of an NCHW array."""
+    if not rounding and method == "nearest_neighbor":
+        rounding = "round" if ctm == "align_corners" else "floor"
+    out = x
+    for axis, (new, start, end) in zip((2, 3), ((size[0], roi[0], roi[2]),
+                                                  (size[1], roi[1], roi[3]))):
+        taps = axis_taps(int(new), x.shape[axis], method, ctm, rounding, cubic_alpha,
+                         cubic_exclude, (start, end))
+        out = _resize_axis(out, axis, taps, extrapolation)
+    return out
+
+
+def _resize_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    check_arity(arg_types, 1)
+    data = tensor_arg(arg_types, 0)
+    n, c = dims(data, attrs.layout, "NC", 0)
+    oh, ow = attrs.size
+    new = {"N": n, "C": c, "H": oh, "W": ow}
+    return TensorType([new[ch] for ch in attrs.layout], attrs.get("out_dtype") or data.dtype)
+
+
+def _resize_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    x = to_canonical(xs[0], attrs.layout, "NCHW")
+    roi = attrs.get("roi") or (0.0, 0.0, 1.0, 1.0)
+    out = resize_nchw(x, attrs.size, attrs.method, attrs.coordinate_transformation_mode,
+                      attrs.rounding_method, attrs.cubic_alpha, bool(attrs.cubic_exclude), roi,
+                      attrs.extrapolation_value)
+    dtype = attrs.get("out_dtype") or xs[0].dtype
+    if np.dtype(dtype).kind in "iu":
+        out = np.round(out)
+    return np.ascontiguousarray(from_canonical(out, "NCHW", attrs.layout)).astype(dtype)
+
+
+define_op("image.resize2d", ("data",), _resize_rel, INJECTIVE, _resize_compute,
+          attrs_type_key=RESIZE_KEY)
+
+
+def resize2d(data: Expr, size: Any, roi: Any = None, layout: str = "NCHW",
+             method: str = "linear", coordinate_transformation_mode: str = "half_pixel",
+             rounding_method: str = "", cubic_alpha: float = -0.5, cubic_exclude: int = 0,
+             extrapolation_value: float = 0.0, out_dtype: str = "") -> Call:
+    """Resize H and W to `size` (TVM's relay.image.resize2d)."""
+    return make_call("image.resize2d", (data,), {
+        "size": tuple(int(s) for s in size),
+        "roi": None if roi is None else tuple(float(r) for r in roi),
+        "layout": layout, "method": method,
+        "coordinate_transformation_mode": coordinate_transformation_mode,
+        "rounding_method": rounding_method, "cubic_alpha": float(cubic_alpha),
+        "cubic_exclude": int(cubic_exclude), "extrapolation_value": float(extrapolation_value),
+        "out_dtype": out_dtype}, RESIZE_KEY)
+
+
+__all__ = ["resize2d"]

@@ -1,0 +1,33 @@
+"""Neural-network ops (TVM's `relay.nn`)."""
+
+from engine.relay.op.nn.conv import conv2d, conv2d_transpose
+from engine.relay.op.nn.dense import batch_flatten, batch_matmul, bias_add, dense, matmul
+from engine.relay.op.nn.norm import (
+    batch_norm,
+    dropout,
+    dropout_raw,
+    layer_norm,
+    leaky_relu,
+    log_softmax,
+    lrn,
+    prelu,
+    relu,
+    softmax,
+)
+from engine.relay.op.nn.pooling import (
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool2d,
+    global_avg_pool2d,
+    global_max_pool2d,
+    max_pool2d,
+)
+from engine.relay.op.nn.spatial import depth_to_space, pad, space_to_depth, upsampling
+
+__all__ = [
+    "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool2d", "batch_flatten", "batch_matmul",
+    "batch_norm", "bias_add", "conv2d", "conv2d_transpose", "dense", "depth_to_space", "dropout",
+    "dropout_raw", "global_avg_pool2d", "global_max_pool2d", "layer_norm", "leaky_relu",
+    "log_softmax", "lrn", "matmul", "max_pool2d", "pad", "prelu", "relu", "softmax",
+    "space_to_depth", "upsampling",
+]

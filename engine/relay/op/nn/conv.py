@@ -1,0 +1,232 @@
+"""nn.conv2d and nn.conv2d_transpose: type relations and an im2col + BLAS numpy compute."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from engine.ir.attrs import Attrs
+from engine.ir.expr import Call, Expr
+from engine.ir.type import Dim, TensorType, Type
+from engine.relay.op._typing import check_arity, check_dim, is_any, tensor_arg, type_str
+from engine.relay.op.nn._layout import (
+    check_positive,
+    dims,
+    from_canonical,
+    out_size,
+    pad_tuple2d,
+    pair,
+    pair_or_none,
+    to_canonical,
+)
+from engine.relay.op.op import OUT_ELEMWISE_FUSABLE, TypeRelationError, define_op, make_call
+
+CONV2D_KEY = "relay.attrs.Conv2DAttrs"
+CONV2D_TRANSPOSE_KEY = "relay.attrs.Conv2DTransposeAttrs"
+
+
+def _kernel_oihw(weight: TensorType, attrs: Attrs) -> tuple[Dim, Dim, Dim, Dim]:
+    """(out channels, in channels per group, kh, kw) of the kernel in any OIHW-like layout."""
+    o, i, kh, kw = dims(weight, attrs.kernel_layout, "OIHW", 1)
+    groups = int(attrs.groups)
+    # TVM's depthwise HWOI kernel is (kh, kw, channels, multiplier)
+    if attrs.kernel_layout == "HWOI" and groups > 1 and i != 1:
+        o, i = (o * i if not (is_any(o) or is_any(i)) else o), 1  # type: ignore[operator]
+    return o, i, kh, kw
+
+
+def _conv2d_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    check_arity(arg_types, 2)
+    data, weight = tensor_arg(arg_types, 0), tensor_arg(arg_types, 1)
+    n, c, h, w = dims(data, attrs.data_layout, "NCHW", 0)
+    o, i, kh, kw = _kernel_oihw(weight, attrs)
+    groups = int(attrs.groups)
+    if not (is_any(c) or is_any(i)) and int(c) != int(i) * groups:
+        raise TypeRelationError(
+            f"input channels ({c}) != kernel input channels ({i}) x groups ({groups})", arg=1,
+            expected=f"a kernel with {int(c) // groups if groups else c} input channels "
+                     f"per group", actual=type_str(weight))
+    if attrs.get("channels") is not None:
+        check_dim(o, int(attrs.channels), 1, "output channels", weight)
+    if attrs.get("kernel_size") is not None:
+        check_dim(kh, int(attrs.kernel_size[0]), 1, "kernel height", weight)
+        check_dim(kw, int(attrs.kernel_size[1]), 1, "kernel width", weight)
+    top, left, bottom, right = attrs.padding
+    oh = out_size(h, kh, attrs.strides[0], attrs.dilation[0], top, bottom)
+    ow = out_size(w, kw, attrs.strides[1], attrs.dilation[1], left, right)
+    check_positive([oh, ow], "output (kernel larger than padded input)", 0, data)
+    out_layout = attrs.get("out_layout") or attrs.data_layout
+    by_letter = {"N": n, "C": o, "H": oh, "W": ow}
+    return TensorType([by_letter[ch] for ch in out_layout], attrs.get("out_dtype") or data.dtype)
+
+
+def windows(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, strides: tuple[int, int],
+            dilation: tuple[int, int]) -> np.ndarray:
+    """A (N, C, KH, KW, OH, OW) view of the padded NCHW input: no copy."""
+    sn, sc, sh, sw = xp.strides
+    shape = (xp.shape[0], xp.shape[1], kh, kw, oh, ow)
+    view_strides = (sn, sc, sh * dilation[0], sw * dilation[1], sh * strides[0], sw * strides[1])
+    return as_strided(xp, shape=shape, strides=view_strides, writeable=False)
+
+
+def pad_nchw(x: np.ndarray, padding: tuple[int, int, int, int], value: float = 0.0
+             ) -> np.ndarray:
+    top, left, bottom, right = padding
+    if not any(padding):
+        return x
+    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
+
+
+def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
+                padding: tuple[int, int, int, int], dilation: tuple[int, int],
+                groups: int) -> np.ndarray:
+    """Convolution of NCHW data with an OIHW kernel via im2col + matmul (BLAS)."""
+    n, c, h, wd = x.shape
+    o, ig, kh, kw = w.shape
+    top, left, bottom, right = padding
+    oh = (h + top + bottom - dilation[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (wd + left + right - dilation[1] * (kw - 1) - 1) // strides[1] + 1
+    xp = pad_nchw(x, padding)
+    if groups == 1 and kh == kw == 1:
+        xs = xp[:, :, ::strides[0], ::strides[1]][:, :, :oh, :ow].reshape(n, c, oh * ow)
+        return np.matmul(w.reshape(o, c), xs).reshape(n, o, oh, ow)
+    win = windows(xp, kh, kw, oh, ow, strides, dilation)
+    if groups == 1:
+        cols = win.reshape(n, c * kh * kw, oh * ow)
+        return np.matmul(w.reshape(o, -1), cols).reshape(n, o, oh, ow)
+    if ig == 1 and groups == c:
+        return _depthwise(win, w, n, c, o, oh, ow)
+    cols = win.reshape(n, groups, ig * kh * kw, oh * ow)
+    out = np.matmul(w.reshape(groups, o // groups, ig * kh * kw), cols)
+    return out.reshape(n, o, oh, ow)
+
+
+def _depthwise(win: np.ndarray, w: np.ndarray, n: int, c: int, o: int, oh: int, ow: int
+               ) -> np.ndarray:
+    """Depthwise conv: one multiply-add over the whole tensor per kernel tap."""
+    mult = o // c
+    kh, kw = w.shape[2], w.shape[3]
+    wk = w.reshape(c, mult, kh, kw)
+    acc = np.zeros((n, c, mult, oh, ow), dtype=np.result_type(win.dtype, w.dtype))
+    for i in range(kh):
+        for j in range(kw):
+            acc += win[:, :, None, i, j] * wk[None, :, :, i, j, None, None]
+    return acc.reshape(n, o, oh, ow)
+
+
+def _kernel_to_oihw(w: np.ndarray, layout: str, groups: int) -> np.ndarray:
+    if layout == "HWOI" and groups > 1 and w.shape[3] != 1:
+        kh, kw, c, m = w.shape
+        return np.transpose(w, (2, 3, 0, 1)).reshape(c * m, 1, kh, kw)
+    return to_canonical(w, layout, "OIHW")
+
+
+def _conv2d_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data = to_canonical(xs[0], attrs.data_layout, "NCHW")
+    groups = int(attrs.groups)
+    weight = _kernel_to_oihw(xs[1], attrs.kernel_layout, groups)
+    out = conv2d_nchw(data, weight, attrs.strides, attrs.padding, attrs.dilation, groups)
+    dtype = attrs.get("out_dtype") or xs[0].dtype
+    out = from_canonical(out, "NCHW", attrs.get("out_layout") or attrs.data_layout)
+    return np.ascontiguousarray(out, dtype=dtype)
+
+
+define_op("nn.conv2d", ("data", "weight"), _conv2d_rel, OUT_ELEMWISE_FUSABLE, _conv2d_compute,
+          attrs_type_key=CONV2D_KEY)
+
+
+def conv2d(data: Expr, weight: Expr, strides: Any = (1, 1), padding: Any = (0, 0),
+           dilation: Any = (1, 1), groups: int = 1, channels: int | None = None,
+           kernel_size: Any = None, data_layout: str = "NCHW", kernel_layout: str = "OIHW",
+           out_layout: str = "", out_dtype: str = "") -> Call:
+    """2-D convolution (TVM's relay.nn.conv2d); padding is normalised to 4 values."""
+    return make_call("nn.conv2d", (data, weight), {
+        "strides": pair(strides), "padding": pad_tuple2d(padding), "dilation": pair(dilation),
+        "groups": int(groups), "channels": None if channels is None else int(channels),
+        "kernel_size": pair_or_none(kernel_size), "data_layout": data_layout,
+        "kernel_layout": kernel_layout, "out_layout": out_layout, "out_dtype": out_dtype,
+    }, CONV2D_KEY)
+
+
+# --- conv2d_transpose ------------------------------------------------------------------
+def _transpose_out(size: Dim, k: Dim, s: int, d: int, before: int, after: int, extra: int
+                   ) -> Dim:
+    if is_any(size) or is_any(k):
+        return size if is_any(size) else k
+    return (int(size) - 1) * s + d * (int(k) - 1) + 1 + extra - before - after  # type: ignore
+
+
+def _conv2d_transpose_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    check_arity(arg_types, 2)
+    data, weight = tensor_arg(arg_types, 0), tensor_arg(arg_types, 1)
+    n, c, h, w = dims(data, attrs.data_layout, "NCHW", 0)
+    i, og, kh, kw = dims(weight, attrs.kernel_layout, "IOHW", 1)
+    groups = int(attrs.groups)
+    check_dim(i, c, 1, "kernel input channels", weight)
+    o: Dim = og if is_any(og) else int(og) * groups
+    top, left, bottom, right = attrs.padding
+    oh = _transpose_out(h, kh, attrs.strides[0], attrs.dilation[0], top, bottom,
+                        attrs.output_padding[0])
+    ow = _transpose_out(w, kw, attrs.strides[1], attrs.dilation[1], left, right,
+                        attrs.output_padding[1])
+    check_positive([oh, ow], "output", 0, data)
+    out_layout = attrs.get("out_layout") or attrs.data_layout
+    by_letter = {"N": n, "C": o, "H": oh, "W": ow}
+    return TensorType([by_letter[ch] for ch in out_layout], attrs.get("out_dtype") or data.dtype)
+
+
+def conv2d_transpose_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
+                          padding: tuple[int, int, int, int], dilation: tuple[int, int],
+                          output_padding: tuple[int, int], groups: int) -> np.ndarray:
+    """Transposed conv of NCHW data with an IOHW kernel: matmul, then col2im by kernel tap."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    cg = c // groups
+    full_h = (h - 1) * strides[0] + dilation[0] * (kh - 1) + 1 + output_padding[0]
+    full_w = (wd - 1) * strides[1] + dilation[1] * (kw - 1) + 1 + output_padding[1]
+    out = np.zeros((n, groups, og, full_h, full_w), dtype=np.result_type(x.dtype, w.dtype))
+    xg = x.reshape(n, groups, cg, h * wd)
+    wg = w.reshape(groups, cg, og * kh * kw).transpose(0, 2, 1)
+    cols = np.matmul(wg, xg).reshape(n, groups, og, kh, kw, h, wd)
+    span_h, span_w = (h - 1) * strides[0] + 1, (wd - 1) * strides[1] + 1
+    for i in range(kh):
+        for j in range(kw):
+            r, s = i * dilation[0], j * dilation[1]
+            out[:, :, :, r:r + span_h:strides[0], s:s + span_w:strides[1]] += cols[:, :, :, i, j]
+    top, left, bottom, right = padding
+    out = out[:, :, :, top:full_h - bottom, left:full_w - right]
+    return out.reshape(n, groups * og, out.shape[3], out.shape[4])
+
+
+def _conv2d_transpose_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data = to_canonical(xs[0], attrs.data_layout, "NCHW")
+    weight = to_canonical(xs[1], attrs.kernel_layout, "IOHW")
+    out = conv2d_transpose_nchw(data, weight, attrs.strides, attrs.padding, attrs.dilation,
+                                attrs.output_padding, int(attrs.groups))
+    out = from_canonical(out, "NCHW", attrs.get("out_layout") or attrs.data_layout)
+    return np.ascontiguousarray(out, dtype=attrs.get("out_dtype") or xs[0].dtype)
+
+
+define_op("nn.conv2d_transpose", ("data", "weight"), _conv2d_transpose_rel,
+          OUT_ELEMWISE_FUSABLE, _conv2d_transpose_compute, attrs_type_key=CONV2D_TRANSPOSE_KEY)
+
+
+def conv2d_transpose(data: Expr, weight: Expr, strides: Any = (1, 1), padding: Any = (0, 0),
+                     dilation: Any = (1, 1), groups: int = 1, channels: int | None = None,
+                     kernel_size: Any = None, data_layout: str = "NCHW",
+                     kernel_layout: str = "IOHW", out_layout: str = "",
+                     output_padding: Any = (0, 0), out_dtype: str = "") -> Call:
+    """Transposed 2-D convolution (TVM's relay.nn.conv2d_transpose; kernel IOHW)."""
+    return make_call("nn.conv2d_transpose", (data, weight), {
+        "channels": None if channels is None else int(channels),
+        "kernel_size": pair_or_none(kernel_size), "strides": pair(strides),
+        "padding": pad_tuple2d(padding), "output_padding": pair(output_padding),
+        "dilation": pair(dilation), "groups": int(groups), "data_layout": data_layout,
+        "kernel_layout": kernel_layout, "out_layout": out_layout, "out_dtype": out_dtype,
+    }, CONV2D_TRANSPOSE_KEY)
+
+
+__all__ = ["conv2d", "conv2d_transpose"]
