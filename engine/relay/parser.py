@@ -1,0 +1,604 @@
+"""The Relay text parser: reads back everything the printer writes.
+
+    mod = parse(text)                 # an IRModule (a bare expression becomes @main)
+    expr = parse_expr("%0 = nn.relu(%x); add(%0, 1f)")
+
+Scopes (`%N = ...;` bindings and `let` chains) are read in a loop, so 100,000-line
+programs parse without deep recursion; nesting (`fn`, `if`, parentheses) recurses
+once per level. Trailing comments after an expression are its span
+(`/* conv1, bn1 */`) or its type (`/* ty=... */`, checked for syntax, not used).
+Errors are `ParseError`s with the line, column and a caret.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from engine.ir.attrs import Attrs
+from engine.ir.errors import ParseError
+from engine.ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from engine.ir.module import IRModule
+from engine.ir.op import Op, OpNotFoundError
+from engine.ir.span import UNKNOWN_SPAN, SpanLike
+from engine.ir.type import AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type
+from engine.relay import lexer as lx
+from engine.relay.printer_format import SUFFIX_DTYPE
+
+__all__ = ["fromtext", "parse", "parse_expr", "parse_type"]
+
+_KEYWORDS = {"fn", "if", "else", "let", "def", "meta", "True", "False", "None"}
+
+
+class _Stream:
+    """Token cursor with positions rendered as ParseErrors."""
+
+    def __init__(self, text: str, source_name: str, tokens: lx.Tokens) -> None:
+        self.text = text
+        self.source_name = source_name
+        self.kinds = tokens.kinds
+        self.texts = tokens.texts
+        self.offsets = tokens.offsets
+        self.tokens = tokens
+        self.i = 0
+
+    def error(self, message: str, offset: int | None = None) -> ParseError:
+        if offset is None:
+            offset = self.offsets[self.i]
+        line = self.text.count("\n", 0, offset) + 1
+        column = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        return ParseError(message, source=self.text, line=line, column=column,
+                          source_name=self.source_name)
+
+    def skip_comments(self) -> None:
+        while self.kinds[self.i] == lx.COMMENT:
+            self.i += 1
+
+    def peek(self, ahead: int = 0) -> tuple[str, str]:
+        self.skip_comments()
+        j = self.i
+        for _ in range(ahead):
+            j += 1
+            while self.kinds[j] == lx.COMMENT:
+                j += 1
+            if self.kinds[j] == lx.EOF:
+                break
+        return self.kinds[j], self.texts[j]
+
+    def at(self, text: str) -> bool:
+        self.skip_comments()
+        return self.texts[self.i] == text and self.kinds[self.i] in (lx.PUNCT, lx.IDENT)
+
+    def take(self) -> tuple[str, str, int]:
+        self.skip_comments()
+        i = self.i
+        if self.kinds[i] != lx.EOF:
+            self.i += 1
+        return self.kinds[i], self.texts[i], self.offsets[i]
+
+    def expect(self, text: str) -> int:
+        kind, got, offset = self.take()
+        if got != text or kind not in (lx.PUNCT, lx.IDENT):
+            shown = repr(got) if kind != lx.EOF else "end of input"
+            raise self.error(f"expected {text!r}, got {shown}", offset)
+        return offset
+
+    def expect_kind(self, kind: str, what: str) -> tuple[str, int]:
+        got_kind, text, offset = self.take()
+        if got_kind != kind:
+            shown = repr(text) if got_kind != lx.EOF else "end of input"
+            raise self.error(f"expected {what}, got {shown}", offset)
+        return text, offset
+
+
+class _Parser(_Stream):
+    def __init__(self, text: str, source_name: str, tokens: lx.Tokens,
+                 meta: Mapping[str, Sequence[Any]], free_vars: bool) -> None:
+        super().__init__(text, source_name, tokens)
+        self.meta = meta
+        self.allow_free = free_vars
+        self.free: dict[str, Var] = {}
+        self.scopes: list[dict[str, Expr]] = [{}]
+        self.globals: dict[str, GlobalVar] = {}
+        self.const_cache: dict[tuple[int, SpanLike], Constant] = {}
+
+    # --- program ------------------------------------------------------------------------
+    def program(self) -> IRModule:
+        self.version()
+        if self.peek()[0] == lx.EOF:
+            return IRModule()
+        if not self.at("def"):
+            expr = self.scope_body()
+            self.end()
+            return IRModule.from_expr(expr)
+        self.declare_globals()
+        mod = IRModule()
+        while self.at("def"):
+            gv, fn = self.definition()
+            mod[gv] = fn
+        self.end()
+        return mod
+
+    def version(self) -> None:
+        self.skip_comments()
+        if self.kinds[self.i] == lx.VERSION:
+            self.i += 1
+
+    def end(self) -> None:
+        kind, text, offset = self.take()
+        if kind != lx.EOF:
+            raise self.error(f"unexpected {text!r} after the end of the program", offset)
+
+    def declare_globals(self) -> None:
+        kinds, texts = self.kinds, self.texts
+        for j in range(len(kinds) - 1):
+            if texts[j] == "def" and kinds[j] == lx.IDENT and kinds[j + 1] == lx.GLOBAL:
+                name = _global_name(texts[j + 1])
+                if name in self.globals:
+                    raise self.error(f"function @{name} is defined twice", self.offsets[j + 1])
+                self.globals[name] = GlobalVar(name)
+
+    def definition(self) -> tuple[GlobalVar, Function]:
+        self.expect("def")
+        text, _ = self.expect_kind(lx.GLOBAL, "a global function name such as @main")
+        gv = self.globals[_global_name(text)]
+        return gv, self.function_rest()
+
+    def function_rest(self) -> Function:
+        self.scopes.append({})
+        params, attrs = self.params()
+        ret = None
+        if self.at("->"):
+            self.take()
+            ret = self.type()
+        body = self.block()
+        self.scopes.pop()
+        return Function(params, body, ret, attrs=Attrs(attrs), span=self.trailer())
+
+    def params(self) -> tuple[list[Var], dict[str, Any]]:
+        self.expect("(")
+        params: list[Var] = []
+        attrs: dict[str, Any] = {}
+        while not self.at(")"):
+            if params or attrs:
+                self.expect(",")
+            if self.peek()[0] == lx.LOCAL:
+                params.append(self.var_def())
+            else:
+                key, value = self.attr()
+                attrs[key] = value
+        self.expect(")")
+        return params, attrs
+
+    def var_def(self) -> Var:
+        text, offset = self.expect_kind(lx.LOCAL, "a variable such as %x")
+        name = _local_name(text)
+        ann = None
+        if self.at(":"):
+            self.take()
+            ann = self.type()
+        var = Var(name, ann, span=self.trailer())
+        self.scopes[-1][text] = var
+        return var
+
+    # --- scopes -------------------------------------------------------------------------
+    def block(self) -> Expr:
+        self.expect("{")
+        self.scopes.append({})
+        body = self.scope_body()
+        self.scopes.pop()
+        self.expect("}")
+        return body
+
+    def scope_body(self) -> Expr:
+        lets: list[tuple[Var, Expr, SpanLike]] = []
+        scope = self.scopes[-1]
+        while True:
+            kind, text = self.peek()
+            if kind == lx.TEMP and self.peek(1)[1] == "=":
+                self.take()
+                self.take()
+                value = self.expr()
+                self.expect(";")
+                scope[text] = value
+            elif kind == lx.IDENT and text == "let":
+                self.take()
+                var = self.var_def()
+                self.expect("=")
+                value = self.expr()
+                self.expect(";")
+                lets.append((var, value, self.trailer()))
+            else:
+                break
+        body = self.expr()
+        for var, value, span in reversed(lets):
+            body = Let(var, value, body, span=span)
+        return body
+
+    # --- expressions ------------------------------------------------------------------
+    def expr(self) -> Expr:
+        node = self.atom()
+        while True:
+            if self.at("("):
+                node = self.call(node)
+            elif self.at("."):
+                node = self.getitem(node)
+            else:
+                return node
+
+    def call(self, callee: Expr) -> Call:
+        self.expect("(")
+        args: list[Expr] = []
+        attrs: dict[str, Any] = {}
+        while not self.at(")"):
+            if args or attrs:
+                self.expect(",")
+            kind, _ = self.peek()
+            if kind in (lx.IDENT, lx.STRING) and self.peek(1)[1] == "=":
+                key, value = self.attr()
+                attrs[key] = value
+            elif attrs:
+                raise self.error("positional argument after keyword attributes")
+            else:
+                args.append(self.expr())
+        self.expect(")")
+        key = "DictAttrs"
+        if isinstance(callee, Op):
+            key = getattr(callee.info, "attrs_type_key", "DictAttrs") or "DictAttrs"
+        return Call(callee, args, Attrs(attrs, type_key=key), span=self.trailer())
+
+    def getitem(self, value: Expr) -> Expr:
+        self.expect(".")
+        text, offset = self.expect_kind(lx.NUMBER, "a tuple index")
+        parts = text.split(".")
+        if not all(p.isdigit() for p in parts):
+            raise self.error(f"invalid tuple index {text!r}", offset)
+        for k, part in enumerate(parts):
+            span = self.trailer() if k == len(parts) - 1 else UNKNOWN_SPAN
+            value = TupleGetItem(value, int(part), span=span)
+        return value
+
+    def atom(self) -> Expr:
+        kind, text, offset = self.take()
+        handler = _ATOMS.get(kind)
+        if handler is None:
+            shown = repr(text) if kind != lx.EOF else "end of input"
+            raise self.error(f"expected an expression, got {shown}", offset)
+        return handler(self, text, offset)
+
+    def name_ref(self, text: str, offset: int) -> Expr:
+        for scope in reversed(self.scopes):
+            found = scope.get(text)
+            if found is not None:
+                return found
+        if text.startswith("%") and not text[1:].isdigit() and self.allow_free:
+            return self.free.setdefault(text, Var(_local_name(text)))
+        raise self.error(f"undefined variable {text}", offset)
+
+    def global_ref(self, text: str, offset: int) -> Expr:
+        name = _global_name(text)
+        gv = self.globals.get(name)
+        if gv is None:
+            if not self.allow_free:
+                raise self.error(f"undefined global function @{name}", offset)
+            gv = self.globals[name] = GlobalVar(name)
+        span = self.trailer()
+        if span:
+            from dataclasses import replace
+
+            return replace(gv, span=span)
+        return gv
+
+    def number(self, text: str, offset: int) -> Constant:
+        try:
+            array = _scalar(text)
+        except (ValueError, OverflowError) as err:
+            raise self.error(f"invalid number {text!r}: {err}", offset) from None
+        return Constant(array, span=self.trailer())
+
+    def ident(self, text: str, offset: int) -> Expr:
+        handler = _KEYWORD_ATOMS.get(text)
+        if handler is not None:
+            return handler(self, text, offset)
+        if text in _KEYWORDS:
+            raise self.error(f"unexpected keyword {text!r}", offset)
+        try:
+            return Op.get(text)
+        except OpNotFoundError as err:
+            raise self.error(f"unknown operator {text!r}: {err}", offset) from None
+
+    def boolean(self, text: str, offset: int) -> Constant:
+        return Constant(np.array(text == "True"), span=self.trailer())
+
+    def meta_ref(self, text: str, offset: int) -> Constant:
+        self.expect("[")
+        kind, _ = self.expect_kind(lx.IDENT, "a metadata kind such as relay.Constant")
+        self.expect("]")
+        self.expect("[")
+        index_text, index_offset = self.expect_kind(lx.NUMBER, "a metadata index")
+        self.expect("]")
+        table = self.meta.get(kind)
+        if table is None:
+            raise self.error(f"no metadata of kind {kind!r}: the text has no #[metadata] "
+                             "section and none was given", offset)
+        if not index_text.isdigit() or int(index_text) >= len(table):
+            raise self.error(f"metadata index {index_text} out of range ({kind} has "
+                             f"{len(table)} entries)", index_offset)
+        span = self.trailer()
+        key = (int(index_text), span)
+        found = self.const_cache.get(key)
+        if found is None:
+            found = self.const_cache[key] = Constant(_as_array(table[key[0]]), span=span)
+        return found
+
+    def function(self, text: str, offset: int) -> Function:
+        return self.function_rest()
+
+    def if_expr(self, text: str, offset: int) -> If:
+        self.expect("(")
+        cond = self.expr()
+        self.expect(")")
+        then = self.block()
+        self.expect("else")
+        other = self.block()
+        return If(cond, then, other, span=self.trailer())
+
+    def paren(self, text: str, offset: int) -> Expr:
+        fields: list[Expr] = []
+        trailing_comma = False
+        while not self.at(")"):
+            fields.append(self.expr())
+            trailing_comma = self.at(",")
+            if not trailing_comma:
+                break
+            self.take()
+        self.expect(")")
+        if len(fields) == 1 and not trailing_comma:
+            return fields[0]
+        return Tuple(fields, span=self.trailer())
+
+    def brace(self, text: str, offset: int) -> Expr:
+        self.scopes.append({})
+        body = self.scope_body()
+        self.scopes.pop()
+        self.expect("}")
+        return body
+
+    # --- trailing comments --------------------------------------------------------------
+    def trailer(self) -> SpanLike:
+        span: SpanLike = UNKNOWN_SPAN
+        while self.kinds[self.i] == lx.COMMENT:
+            text, offset = self.texts[self.i], self.offsets[self.i]
+            self.i += 1
+            content = text[2:-2]
+            stripped = content.lstrip()
+            if stripped.startswith("ty="):
+                start = offset + 2 + (len(content) - len(stripped)) + 3
+                parse_type(self.text, start=start, end=offset + len(text) - 2,
+                           source_name=self.source_name)
+                continue
+            try:
+                span = lx.parse_span_comment(content)
+            except lx.LexError as err:
+                raise self.error(str(err), offset + 2 + err.offset) from None
+        return span
+
+    # --- attributes ---------------------------------------------------------------------
+    def attr(self) -> tuple[str, Any]:
+        kind, text, offset = self.take()
+        key = lx.decode_string(text) if kind == lx.STRING else text
+        if kind not in (lx.IDENT, lx.STRING):
+            raise self.error(f"expected an attribute name, got {text!r}", offset)
+        self.expect("=")
+        return key, self.attr_value()
+
+    def attr_value(self) -> Any:
+        kind, text, offset = self.take()
+        if kind == lx.NUMBER:
+            try:
+                return _attr_number(text)
+            except ValueError as err:
+                raise self.error(str(err), offset) from None
+        if kind == lx.STRING:
+            return lx.decode_string(text)
+        if kind == lx.IDENT and text in _ATTR_WORDS:
+            return _ATTR_WORDS[text]
+        if text == "[":
+            return tuple(self.attr_list("]", self.attr_value))
+        if text == "{":
+            return Attrs(dict(self.attr_list("}", self.attr)))
+        raise self.error(f"expected an attribute value, got {text!r}", offset)
+
+    def attr_list(self, close: str, item: Any) -> list[Any]:
+        out: list[Any] = []
+        while not self.at(close):
+            if out:
+                self.expect(",")
+                if self.at(close):
+                    break
+            out.append(item())
+        self.expect(close)
+        return out
+
+    # --- types --------------------------------------------------------------------------
+    def type(self) -> Type:
+        kind, text, offset = self.take()
+        if text == "(":
+            fields = self.attr_list(")", self.type)
+            return TupleType(fields)
+        if kind != lx.IDENT:
+            raise self.error(f"expected a type, got {text!r}", offset)
+        if text == "Tensor":
+            return self.tensor_type()
+        if text == "fn":
+            self.expect("(")
+            args = self.attr_list(")", self.type)
+            self.expect("->")
+            return FuncType(args, self.type())
+        if text == "_":
+            return IncompleteType()
+        return self.dtype_type(text, offset, ())
+
+    def tensor_type(self) -> TensorType:
+        self.expect("[")
+        self.expect("(")
+        dims = self.attr_list(")", self.dim)
+        self.expect(",")
+        text, offset = self.expect_kind(lx.IDENT, "a dtype such as float32")
+        self.expect("]")
+        return self.dtype_type(text, offset, dims)
+
+    def dim(self) -> Any:
+        kind, text, offset = self.take()
+        if text == "?":
+            return AnyDim()
+        if kind == lx.NUMBER and text.isdigit():
+            return int(text)
+        raise self.error(f"expected a dimension (an integer or ?), got {text!r}", offset)
+
+    def dtype_type(self, dtype: str, offset: int, dims: Sequence[Any]) -> TensorType:
+        try:
+            return TensorType(dims, dtype)
+        except TypeError as err:
+            raise self.error(f"invalid dtype {dtype!r}: {err}", offset) from None
+
+
+def _punct_atom(parser: _Parser, text: str, offset: int) -> Expr:
+    if text == "(":
+        return parser.paren(text, offset)
+    if text == "{":
+        return parser.brace(text, offset)
+    raise parser.error(f"expected an expression, got {text!r}", offset)
+
+
+_ATOMS: dict[str, Any] = {
+    lx.TEMP: _Parser.name_ref, lx.LOCAL: _Parser.name_ref, lx.GLOBAL: _Parser.global_ref,
+    lx.NUMBER: _Parser.number, lx.IDENT: _Parser.ident, lx.PUNCT: _punct_atom,
+}
+_KEYWORD_ATOMS: dict[str, Any] = {
+    "True": _Parser.boolean, "False": _Parser.boolean, "meta": _Parser.meta_ref,
+    "fn": _Parser.function, "if": _Parser.if_expr,
+}
+_ATTR_WORDS: dict[str, Any] = {"True": True, "False": False, "None": None}
+
+
+# --- literals -----------------------------------------------------------------------------
+
+
+def _split_number(text: str) -> tuple[str, str]:
+    """`-2.5e3f16` -> ("-2.5e3", "f16"); `inff` -> ("inf", "f")."""
+    body = text.rstrip("0123456789")
+    digits = text[len(body):]
+    if body and body[-1] in "fiu" and body.lstrip("-") not in ("", "in", "na"):
+        return body[:-1], body[-1] + digits
+    return text, ""
+
+
+def _scalar(text: str) -> np.ndarray:
+    number, suffix = _split_number(text)
+    if suffix:
+        dtype = SUFFIX_DTYPE.get(suffix)
+        if dtype is None:
+            raise ValueError(f"unknown literal suffix {suffix!r}")
+    elif any(c in number for c in ".eEn"):
+        dtype = "float32"
+    else:
+        dtype = "int32"
+    if dtype.startswith("float"):
+        return np.array(float(number), dtype=dtype)
+    if any(c in number for c in ".eEn"):
+        raise ValueError(f"{dtype} literal with a fraction")
+    return np.array(int(number), dtype=dtype)
+
+
+def _attr_number(text: str) -> int | float:
+    number, suffix = _split_number(text)
+    if suffix.startswith("f") or any(c in number for c in ".eEn"):
+        return float(number)
+    if suffix:
+        raise ValueError(f"attribute integers take no suffix: {text!r}")
+    return int(number)
+
+
+def _as_array(value: Any) -> np.ndarray:
+    if isinstance(value, Constant):
+        return value.data.numpy()
+    if isinstance(value, Mapping):
+        dtype = np.dtype(value["dtype"]).newbyteorder("<")
+        raw = np.frombuffer(base64.b64decode(value["data"]), dtype=dtype)
+        return raw.reshape(value["shape"]).astype(dtype.newbyteorder("="))
+    return np.asarray(value)
+
+
+def _local_name(text: str) -> str:
+    body = text[1:]
+    return lx.decode_string(body) if body.startswith('"') else body
+
+
+def _global_name(text: str) -> str:
+    return _local_name(text)
+
+
+# --- entry points -------------------------------------------------------------------------
+
+
+def _parser(text: str, source_name: str, metadata: Mapping[str, Sequence[Any]] | None,
+            free_vars: bool, start: int = 0, end: int | None = None) -> _Parser:
+    try:
+        tokens = lx.tokenize(text, start, end)
+    except lx.LexError as err:
+        raise _Stream(text, source_name, lx.Tokens([lx.EOF], [""], [0])).error(
+            str(err), err.offset) from None
+    table: dict[str, Sequence[Any]] = {}
+    if tokens.metadata is not None:
+        try:
+            table.update(json.loads(tokens.metadata))
+        except json.JSONDecodeError as err:
+            stream = _Stream(text, source_name, tokens)
+            raise stream.error(f"invalid metadata section: {err.msg}",
+                               tokens.metadata_offset + err.pos) from None
+    table.update(metadata or {})
+    return _Parser(text, source_name, tokens, table, free_vars)
+
+
+def parse(text: str, source_name: str = "<string>",
+          metadata: Mapping[str, Sequence[Any]] | None = None) -> IRModule:
+    """Parse Relay text into an IRModule (`metadata`: `{"relay.Constant": [arrays]}`)."""
+    return _parser(text, source_name, metadata, free_vars=False).program()
+
+
+fromtext = parse
+
+
+def parse_expr(text: str, source_name: str = "<string>",
+               metadata: Mapping[str, Sequence[Any]] | None = None) -> Expr:
+    """Parse one expression (bindings and lets allowed); free `%vars` become new Vars."""
+    parser = _parser(text, source_name, metadata, free_vars=True)
+    parser.version()
+    expr = parser.scope_body()
+    parser.end()
+    return expr
+
+
+def parse_type(text: str, start: int = 0, end: int | None = None,
+               source_name: str = "<string>") -> Type:
+    """Parse a type such as `Tensor[(1, ?), float32]` (in `text[start:end]`)."""
+    parser = _parser(text, source_name, None, free_vars=False, start=start, end=end)
+    ty = parser.type()
+    parser.end()
+    return ty
