@@ -37,7 +37,11 @@ class Imported:
 
 
 def print_module(mod: IRModule) -> tuple[str, list[dict[str, Any]]]:
-    """The module's Relay text (with types) and its source map as JSON-ready dicts."""
+    """The module's Relay text (with types) and its source map as protocol dicts.
+
+    Uses of a bound name (`%3` after its definition) are entries too, marked
+    `"ref": true`, so clicking a use finds the node it names.
+    """
     from engine.relay.printer import print_ir
 
     result = print_ir(mod, show_types=True)
@@ -45,10 +49,13 @@ def print_module(mod: IRModule) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _entry_json(entry: Any) -> dict[str, Any]:
+    if hasattr(entry, "as_dict"):
+        out = entry.as_dict()
+        if getattr(entry, "is_ref", False):
+            out["ref"] = True
+        return out
     if not isinstance(entry, dict):
-        entry = (dataclasses.asdict(entry) if dataclasses.is_dataclass(entry)
-                 else {k: getattr(entry, k) for k in
-                       ("node_id", "kind", "start", "end", "spans", "op")})
+        entry = {k: getattr(entry, k) for k in ("node_id", "kind", "start", "end", "spans", "op")}
     return {"node_id": int(entry["node_id"]), "kind": str(entry.get("kind", "")),
             "start": list(entry["start"]), "end": list(entry["end"]),
             "spans": [str(s) for s in entry.get("spans") or ()],

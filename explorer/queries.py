@@ -29,8 +29,9 @@ class NodeIndex:
         entries: dict[int, dict[str, Any]] = {}
         for entry in source_map:
             nid = int(entry["node_id"])
-            entries.setdefault(nid, entry)
-            spans[nid] = tuple(entry.get("spans") or ())
+            if nid not in entries or entries[nid].get("ref"):
+                entries[nid] = entry  # the definition, not a use of its name
+                spans[nid] = tuple(entry.get("spans") or ())
         return NodeIndex(spans, entries)
 
 

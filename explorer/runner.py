@@ -79,11 +79,22 @@ class RunManager:
             raise bad_request("unknown_pass", f"unknown passes: {', '.join(unknown)}",
                               {"unknown": unknown, "registered": sorted(known)})
 
-    def start(self, session_id: str, options: RunOptions) -> str:
+    def _new_run(self, session_id: str, options: RunOptions) -> str:
         self.store.session(session_id)  # 404 before anything starts
         self.validate(options)
         run_id = new_id()
         self.store.add_run(empty_summary(run_id, session_id, options.to_json()))
+        return run_id
+
+    def start_sync(self, session_id: str, options: RunOptions) -> str:
+        """Run in the calling thread (the CLI); returns the run id once it has ended."""
+        run_id = self._new_run(session_id, options)
+        self.execute(run_id, session_id, options)
+        return run_id
+
+    def start(self, session_id: str, options: RunOptions) -> str:
+        """Start a run in a background task; returns its id at once."""
+        run_id = self._new_run(session_id, options)
         cancel = threading.Event()
         with self._lock:
             self._cancel[run_id] = cancel

@@ -1,0 +1,196 @@
+"""The `explorer` command: `serve`, `run` and `trace`.
+
+    explorer serve [MODEL] [--host 127.0.0.1] [--port 5000] [--data DIR] [--open] [--demo]
+    explorer run MODEL [--opt-level 3] [--disable P] [--print-after-all | --print-after-change]
+                       [--timing] [--check-numerics]
+    explorer trace MODEL NODE_OR_LAYER [--opt-level 3] [--disable P]
+
+`run` and `trace` use the same recording machinery as the server, on an
+in-memory database, and print to the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import threading
+import webbrowser
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from explorer import queries
+from explorer.hub import EventHub
+from explorer.protocol import PASS_FINISHED, RUN_STARTED, ApiError, RunEvent, RunOptions
+from explorer.runner import RunManager
+from explorer.sessions import SessionService
+from explorer.store import Store
+from explorer.tracefmt import resolve_target, trace_text
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="explorer", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="start the web explorer")
+    serve.add_argument("model", nargs="?", type=Path, help="a model to open as a session")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=5000)
+    serve.add_argument("--data", type=Path, default=None, help="data folder (SQLite, uploads)")
+    serve.add_argument("--open", action="store_true", help="open the page in a browser")
+    serve.add_argument("--demo", action="store_true", help="open the bundled demo model")
+    serve.add_argument("--max-upload-mb", type=int, default=512)
+    for name, helptext in (("run", "run the pipeline in the terminal"),
+                           ("trace", "backtrace an expression or a layer of the final IR")):
+        cmd = sub.add_parser(name, help=helptext)
+        cmd.add_argument("model", type=Path)
+        if name == "trace":
+            cmd.add_argument("target", help="node id (123 or #123), %%name, or a layer name")
+        _pipeline_args(cmd)
+        if name == "run":
+            shown = cmd.add_mutually_exclusive_group()
+            shown.add_argument("--print-after-all", action="store_true")
+            shown.add_argument("--print-after-change", action="store_true")
+            cmd.add_argument("--timing", action="store_true", help="print the pass timing tree")
+    return parser
+
+
+def _pipeline_args(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--opt-level", type=int, default=3, choices=range(4))
+    cmd.add_argument("--disable", action="append", default=[], metavar="PASS")
+    cmd.add_argument("--require", action="append", default=[], metavar="PASS")
+    cmd.add_argument("--passes", default=None, help="comma-separated explicit pass list")
+    cmd.add_argument("--check-numerics", action="store_true")
+    cmd.add_argument("--input-shapes", default=None, help='JSON {"name": [dims]}')
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return serve(args)
+        return terminal_run(args, sys.stdout, sys.stderr)
+    except ApiError as err:
+        print(f"explorer: {err.message}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as err:
+        print(f"explorer: {err.strerror or err}: {err.filename or ''}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+# --- serve ---------------------------------------------------------------------------------
+def serve(args: argparse.Namespace) -> int:
+    from explorer import create_app, services
+    from explorer.demo import demo_session
+
+    config = {"MAX_CONTENT_LENGTH": args.max_upload_mb * 1024 * 1024}
+    if args.data is not None:
+        config["DATA_DIR"] = str(args.data.resolve())
+    app = create_app(config)
+    path = "/"
+    with app.app_context():
+        svc = services()
+        if args.model is not None:
+            session = svc.sessions.create(args.model.name, args.model.read_bytes())
+            path = f"/s/{session['id']}"
+        elif args.demo:
+            path = f"/s/{demo_session(svc.sessions, svc.data_dir)['id']}"
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"explorer: WARNING: listening on {args.host}: anyone who can reach this "
+              "machine can upload models and read every session", file=sys.stderr)
+    url = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}{path}"
+    print(f"IR Explorer on {url} (data in {app.config['DATA_DIR']})", flush=True)
+    if args.open:
+        threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    app.extensions["explorer"].socketio.run(app, host=args.host, port=args.port,
+                                            allow_unsafe_werkzeug=True, use_reloader=False)
+    return EXIT_OK
+
+
+# --- run / trace in the terminal -----------------------------------------------------------
+class TerminalSink:
+    """Prints run events: a progress bar on a terminal, IR after passes when asked."""
+
+    def __init__(self, store: Store, out: TextIO, err: TextIO, after_all: bool = False,
+                 after_change: bool = False, progress: bool = True) -> None:
+        self.store, self.out, self.err = store, out, err
+        self.after_all, self.after_change = after_all, after_change
+        self.progress = progress and err.isatty()
+        self.planned: int | None = None
+        self.done = 0
+
+    def __call__(self, event: RunEvent) -> None:
+        data = event["data"]
+        if event["type"] == RUN_STARTED:
+            self.planned = data.get("num_passes_planned")
+        elif event["type"] == PASS_FINISHED:
+            self.done += 1
+            self._bar(data["name"])
+            if self.after_all or (self.after_change and data["changed"]):
+                text = self.store.snapshot(data["after"])["text"]
+                mark = "changed" if data["changed"] else "unchanged"
+                print(f";; IR after {data['name']} ({mark})\n{text}", file=self.out)
+
+    def _bar(self, name: str) -> None:
+        if not self.progress:
+            return
+        total = max(self.planned or self.done, self.done)
+        filled = int(30 * self.done / total) if total else 30
+        print(f"\r[{'#' * filled}{' ' * (30 - filled)}] {self.done}/{total} {name[:30]:<30}",
+              end="", file=self.err, flush=True)
+
+
+def _options(args: argparse.Namespace) -> RunOptions:
+    passes = None if not args.passes else tuple(p for p in args.passes.split(",") if p)
+    return RunOptions(opt_level=args.opt_level, disabled_pass=tuple(args.disable),
+                      required_pass=tuple(args.require), passes=passes,
+                      check_numerics=args.check_numerics)
+
+
+def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from explorer.sessions import parse_input_shapes
+
+    with tempfile.TemporaryDirectory(prefix="explorer-") as tmp:
+        store = Store(":memory:")
+        hub = EventHub(store)
+        is_run = args.command == "run"
+        sink = TerminalSink(store, out, err, getattr(args, "print_after_all", False),
+                            getattr(args, "print_after_change", False), progress=is_run)
+        hub.add_sink(sink)
+        sessions = SessionService(store, Path(tmp))
+        manager = RunManager(store, hub, sessions)
+        session = sessions.create(args.model.name, args.model.read_bytes(),
+                                  parse_input_shapes(args.input_shapes))
+        options = _options(args)
+        manager.validate(options)
+        run_id = manager.start_sync(session["id"], options)
+        if sink.progress:
+            print(file=err)
+        summary = store.run(run_id)
+        if is_run:
+            _report(store, run_id, summary, out, args.timing)
+        else:
+            target = resolve_target(store, run_id, args.target)
+            print(trace_text(store, queries.SnapshotIndexCache(store), run_id, target), file=out)
+        if summary["status"] != "finished":
+            print(f"explorer: run {summary['status']}: pass {summary['failed_pass']!r}: "
+                  f"{summary['error']}", file=err)
+            return EXIT_FAILED
+    return EXIT_OK
+
+
+def _report(store: Store, run_id: str, summary: dict, out: TextIO, timing: bool) -> None:
+    print(f"{summary['status']}: {summary['num_passes']} passes, {summary['num_changed']} "
+          f"changed the IR, {summary['total_ms']:.1f} ms", file=out)
+    if summary.get("first_numerics_break"):
+        layers = ", ".join(summary["drifted_layers"][:10]) or "none found"
+        print(f"numerics first broken by {summary['first_numerics_break']}; "
+              f"drifted layers: {layers}", file=out)
+    if timing:
+        print(queries.render_timing(queries.timing_tree(store, run_id)), file=out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
