@@ -1,1 +1,20 @@
-"""(being written)"""
+"""Pass instruments (TVM's `tvm.instrument`): hooks around pass contexts and passes.
+
+`PassInstrument` and the `pass_instrument` class decorator; built-ins
+`PassTimingInstrument`, `PrintBeforeAll`, `PrintAfterAll`, `PrintAfterChange`
+and `DumpIR`. The call order is documented in `engine.instrument.base`.
+"""
+
+from engine.instrument.base import PassInstrument, pass_instrument
+from engine.instrument.printing import (
+    DumpIR,
+    PrintAfterAll,
+    PrintAfterChange,
+    PrintBeforeAll,
+)
+from engine.instrument.timing import PassProfile, PassTimingInstrument
+
+__all__ = [
+    "DumpIR", "PassInstrument", "PassProfile", "PassTimingInstrument", "PrintAfterAll",
+    "PrintAfterChange", "PrintBeforeAll", "pass_instrument",
+]

@@ -1,1 +1,30 @@
-"""(being written)"""
+"""The pass infrastructure (TVM's `tvm.transform`).
+
+    import engine as tvm
+    seq = tvm.transform.Sequential([relay.transform.InferType(), ...])
+    with tvm.transform.PassContext(opt_level=3, instruments=[...]):
+        mod = seq(mod)
+
+Passes: `Pass`, `ModulePass`, `Sequential`, `module_pass`, `PrintIR`; the
+context: `PassContext` (thread-local stack, instruments, typed config keys);
+the registry: `register_pass`, `get_pass`, `list_passes`; config keys:
+`register_pass_config`, `PassContext.list_configs()`.
+"""
+
+from engine.transform.config import ConfigOption, register_pass_config
+from engine.transform.context import PassContext, TraceFunc
+from engine.transform.decorators import make_pass_decorator, module_pass, wrap_pass_class
+from engine.transform.frames import PassFrame
+from engine.transform.module_diff import module_changed, module_unchanged
+from engine.transform.pass_info import PassInfo
+from engine.transform.passes import ModuleMutatedError, ModulePass, Pass
+from engine.transform.print_ir import PrintIR
+from engine.transform.registry import PassNotFoundError, get_pass, list_passes, register_pass
+from engine.transform.sequential import Sequential
+
+__all__ = [
+    "ConfigOption", "ModuleMutatedError", "ModulePass", "Pass", "PassContext", "PassFrame",
+    "PassInfo", "PassNotFoundError", "PrintIR", "Sequential", "TraceFunc", "get_pass",
+    "list_passes", "make_pass_decorator", "module_changed", "module_pass", "module_unchanged",
+    "register_pass", "register_pass_config", "wrap_pass_class",
+]

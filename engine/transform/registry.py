@@ -1,0 +1,119 @@
+"""The pass registry: passes by name (`get_pass("FoldConstant")`).
+
+A registered entry is a factory returning a fresh Pass. The registry holds
+static declarations (like the op registry), never session state. Relay's
+passes register themselves when `engine.relay.transform` is imported, which
+`get_pass` / `list_passes` do on first use.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from engine.ir.errors import EngineError
+from engine.transform.passes import Pass
+
+PassFactory = Callable[[], Pass]
+
+_FACTORIES: dict[str, PassFactory] = {}
+_LOCK = threading.Lock()
+_PREFIXES = ("relay._transform.", "relay.transform.", "transform.")
+_PROVIDERS = ("engine.relay.transform",)
+_loaded = False
+
+
+class PassNotFoundError(EngineError, KeyError):
+    """No pass is registered under that name."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def register_pass(name: Any = None, factory: Any = None, *, override: bool = False) -> Any:
+    """Register a pass factory by name. Every form:
+
+        register_pass("FoldConstant", FoldConstant)   # factory: () -> Pass
+        register_pass(some_pass)                      # a Pass instance, under its info.name
+        @register_pass                                # the factory's __name__
+        def FoldConstant(): ...
+        @register_pass("FoldConstant")
+
+    Registering a name twice is an error unless it is the same factory (a
+    re-import) or `override=True`.
+    """
+    if isinstance(name, Pass) and factory is None:
+        instance = name
+        return _add(instance.info.name, lambda: instance, override)
+    if callable(name) and factory is None:
+        return _add(name.__name__, name, override)
+    if factory is not None:
+        return _add(_check_name(name), factory, override)
+    return lambda fn: _add(_check_name(name) if name is not None else fn.__name__, fn, override)
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"a pass name must be a non-empty str, got {name!r}")
+    return name
+
+
+def _same_factory(a: Callable[..., Any], b: Callable[..., Any]) -> bool:
+    key = ("__module__", "__qualname__")
+    return a is b or all(getattr(a, k, None) == getattr(b, k, object()) for k in key)
+
+
+def _add(name: str, factory: PassFactory, override: bool) -> PassFactory:
+    if not callable(factory):
+        raise TypeError(f"pass {name!r}: the factory must be callable, got {factory!r}")
+    with _LOCK:
+        old = _FACTORIES.get(name)
+        if old is not None and not override and not _same_factory(old, factory):
+            raise ValueError(f"a pass named {name!r} is already registered "
+                             f"(by {getattr(old, '__module__', '?')}); use override=True")
+        _FACTORIES[name] = factory
+    return factory
+
+
+def _load_providers() -> None:
+    global _loaded
+    if _loaded:
+        return
+    for module in _PROVIDERS:
+        importlib.import_module(module)
+    _loaded = True
+
+
+def _canonical(name: str) -> str:
+    for prefix in _PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def get_pass(name: str) -> Pass:
+    """A new instance of the pass registered as `name` (TVM prefixes like
+    `relay._transform.` are accepted)."""
+    key = _canonical(_check_name(name))
+    factory = _FACTORIES.get(key)
+    if factory is None:
+        _load_providers()
+        factory = _FACTORIES.get(key)
+    if factory is None:
+        close = difflib.get_close_matches(key, list(_FACTORIES), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise PassNotFoundError(f"no pass is registered as {name!r}{hint}")
+    made = factory()
+    if not isinstance(made, Pass):
+        raise TypeError(f"the factory registered as {key!r} returned {made!r}, not a Pass")
+    return made
+
+
+def list_passes() -> list[str]:
+    """Names of every registered pass, sorted."""
+    _load_providers()
+    with _LOCK:
+        return sorted(_FACTORIES)
