@@ -1,0 +1,135 @@
+"""`load(path_or_bytes)`: pick the frontend by content, import, return an ImportResult.
+
+Formats, by what the bytes say (never by file extension alone):
+- TFLite: the flatbuffer file identifier `TFL3` at bytes 4..8;
+- PyTorch: a zip archive (`PK\\x03\\x04`) written by `torch.export.save` (`.pt2`);
+- Relay text: starts with `#[version` or `def @`;
+- ONNX: a protobuf ModelProto (protobuf has no magic number, so it is tried last).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.ir.expr import Function
+from engine.ir.type import TensorType
+from engine.relay.frontend import result as res
+from engine.relay.frontend.common import CorruptModelError, UnknownFormatError
+from engine.relay.frontend.result import ImportResult
+
+Source = str | os.PathLike | bytes | bytearray | memoryview
+ShapeDict = Mapping[str, Sequence[int]] | None
+
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def detect_format(data: bytes) -> str:
+    """"onnx", "tflite", "pytorch" or "relay"; UnknownFormatError for anything else."""
+    if not data:
+        raise CorruptModelError("the file is empty")
+    if len(data) >= 8 and data[4:8] == b"TFL3":
+        return "tflite"
+    if data.startswith(_ZIP_MAGIC):
+        return "pytorch"
+    head = data[:256].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith((b"#[version", b"def @")):
+        return "relay"
+    if _looks_like_protobuf(data):
+        return "onnx"
+    raise UnknownFormatError(
+        "unrecognized file: not ONNX (protobuf), TFLite (flatbuffer 'TFL3'), a torch.export "
+        ".pt2 archive, or Relay text")
+
+
+def _looks_like_protobuf(data: bytes) -> bool:
+    """ModelProto's first field is a varint or a length-delimited field with a small tag."""
+    first = data[0]
+    field_number, wire_type = first >> 3, first & 7
+    return 1 <= field_number <= 20 and wire_type in (0, 2)
+
+
+def _read(source: Source) -> tuple[bytes, Path | None]:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source), None
+    path = Path(source)
+    try:
+        return path.read_bytes(), path
+    except OSError as err:
+        raise CorruptModelError(f"cannot read {path.name}: {err.strerror}") from None
+
+
+def load(path_or_bytes: Source, shape: ShapeDict = None, dtype: Any = None) -> ImportResult:
+    """Import a model file of any supported format (detected from its content)."""
+    data, path = _read(path_or_bytes)
+    fmt = detect_format(data)
+    return _LOADERS[fmt](data, path, shape, dtype)
+
+
+def _load_onnx(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) -> ImportResult:
+    from engine.relay.frontend.onnx import import_onnx
+
+    return import_onnx(path if path is not None else data, shape=shape,
+                       dtype=dtype or "float32")
+
+
+def _load_tflite(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) -> ImportResult:
+    from engine.relay.frontend.tflite import import_tflite
+
+    return import_tflite(data, shape_dict=shape, dtype_dict=dtype)
+
+
+def _load_pytorch(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) -> ImportResult:
+    from engine.relay.frontend.pytorch import import_pt2
+
+    return import_pt2(data)
+
+
+def _load_relay(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) -> ImportResult:
+    from engine.relay.parser import parse  # type: ignore[import-not-found]
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CorruptModelError(f"Relay text is not valid UTF-8: {err}") from None
+    mod = parse(text)
+    main = mod["main"]
+    inputs = [res.tensor_entry(p.name_hint, _dims(p.type_annotation), _dtype(p.type_annotation))
+              for p in main.params]
+    return ImportResult(mod, {}, "relay", res.frontend_graph([], inputs, []), ())
+
+
+def _dims(ty: Any) -> list[Any]:
+    return [d if isinstance(d, int) else -1 for d in ty.shape] if isinstance(ty, TensorType) \
+        else []
+
+
+def _dtype(ty: Any) -> str:
+    return ty.dtype if isinstance(ty, TensorType) else "unknown"
+
+
+_LOADERS = {"onnx": _load_onnx, "tflite": _load_tflite, "pytorch": _load_pytorch,
+            "relay": _load_relay}
+
+
+def describe(item: ImportResult | Source) -> dict[str, Any]:
+    """A JSON-able summary of an import (or of a model file): format, inputs, outputs, layer
+    and op counts, parameter count and bytes, warnings."""
+    result = item if isinstance(item, ImportResult) else load(item)
+    graph = result.graph
+    ops = Counter(layer["op_type"] for layer in graph.get("layers", []))
+    main = next((f for gv, f in result.mod.items() if gv.name_hint == "main"), None)
+    return {
+        "format": result.format,
+        "inputs": graph.get("inputs", []),
+        "outputs": graph.get("outputs", []),
+        "num_layers": len(graph.get("layers", [])),
+        "op_types": dict(sorted(ops.items())),
+        "num_params": sum(p.size for p in result.params.values()),
+        "param_bytes": sum(p.nbytes for p in result.params.values()),
+        "num_function_params": len(main.params) if isinstance(main, Function) else 0,
+        "warnings": list(result.warnings),
+    }

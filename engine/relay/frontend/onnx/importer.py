@@ -1,0 +1,252 @@
+"""The ONNX graph importer: validate, scan for unsupported ops, convert node by node with
+span filling, fold what is known at import time, build `main`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+
+from engine import relay
+from engine.ir.errors import UnsupportedOperatorError
+from engine.ir.expr import Constant, Expr, Function, Tuple, Var
+from engine.ir.module import IRModule
+from engine.ir.span import merge_spans
+from engine.ir.type import AnyDim, TensorType
+from engine.relay.frontend import result as res
+from engine.relay.frontend.common import (
+    ConversionError,
+    LayerNamer,
+    check_elements,
+    fill_span_enabled,
+    set_parameter_span,
+    set_span,
+)
+from engine.relay.frontend.onnx import elemwise, nn, reduce, tensor  # noqa: F401 (register)
+from engine.relay.frontend.onnx.fold import fold_node
+from engine.relay.frontend.onnx.model import (
+    attribute_values,
+    check_declared_sizes,
+    opset_version,
+    run_checker,
+    tensor_to_array,
+    topological_nodes,
+)
+from engine.relay.frontend.onnx.shapes import TensorInfo, infer_tensor_info
+from engine.relay.frontend.onnx.table import NodeContext, lookup, supported_ops
+from engine.relay.frontend.onnx.util import onnx_dtype
+from engine.runtime.ndarray import NDArray
+
+MIN_OPSET, MAX_OPSET = 9, 21
+_CONVERTER_ERRORS = (TypeError, ValueError, IndexError, KeyError, AttributeError)
+
+
+class OnnxImporter:
+    """Converts one ModelProto; `run()` returns (mod, params, graph, warnings)."""
+
+    def __init__(self, model: onnx.ModelProto, shape: Mapping[str, Sequence[int]] | None,
+                 dtype: str | Mapping[str, str], opset: int | None, freeze_params: bool) -> None:
+        self.model = model
+        self.graph = model.graph
+        self.pinned = {k: list(v) for k, v in (shape or {}).items()}
+        self.dtype = dtype
+        self.opset = int(opset) if opset else opset_version(model)
+        self.freeze_params = freeze_params
+        self.fill_spans = fill_span_enabled()
+        self.tensors: dict[str, Expr] = {}
+        self.inputs: dict[str, Var] = {}
+        self.params: dict[str, NDArray] = {}
+        self.param_vars: dict[str, Var] = {}
+        self.info: dict[str, TensorInfo] = {}
+        self.warnings: list[str] = []
+        self.layers: list[dict[str, Any]] = []
+
+    # --- lookups converters use -----------------------------------------------------------
+    def shape_of(self, name: str, expr: Expr) -> tuple[int | None, ...] | None:
+        if isinstance(expr, Constant):
+            return tuple(expr.data.shape)
+        if isinstance(expr, Var) and isinstance(expr.type_annotation, TensorType):
+            return tuple(None if isinstance(d, AnyDim) else int(d)
+                         for d in expr.type_annotation.shape)
+        shape = self.info.get(name, (None, None))[0]
+        return shape if shape is not None else self._inferred(expr, "shape")
+
+    def dtype_of(self, name: str, expr: Expr) -> str:
+        if isinstance(expr, Constant):
+            return expr.data.dtype
+        if isinstance(expr, Var) and isinstance(expr.type_annotation, TensorType):
+            return expr.type_annotation.dtype
+        dtype = self.info.get(name, (None, None))[1]
+        return dtype if dtype is not None else self._inferred(expr, "dtype") or "float32"
+
+    def param_value(self, name: str) -> np.ndarray | None:
+        value = self.params.get(name)
+        return value.numpy() if value is not None else None
+
+    def _inferred(self, expr: Expr, what: str) -> Any:
+        """Fallback: the engine's InferType on the expression (when it is available)."""
+        try:
+            from engine.relay.transform import InferType  # type: ignore[attr-defined]
+        except ImportError:
+            return None
+        mod = InferType()(IRModule.from_expr(expr))
+        ty = mod["main"].body.checked_type
+        if not isinstance(ty, TensorType):
+            return None
+        if what == "dtype":
+            return ty.dtype
+        return tuple(None if isinstance(d, AnyDim) else int(d) for d in ty.shape)
+
+    # --- the import -------------------------------------------------------------------------
+    def run(self) -> tuple[IRModule, dict[str, NDArray], dict[str, Any], list[str]]:
+        self._check_opset()
+        nodes = self._validate()
+        self.info, warning = infer_tensor_info(self.model, self.pinned)
+        if warning:
+            self.warnings.append(warning)
+        self._make_inputs()
+        self._make_initializers()
+        namer = LayerNamer(n.name for n in nodes)
+        for node in nodes:
+            self._convert(node, namer.name(node.name, node.op_type))
+        return self._finish()
+
+    def _check_opset(self) -> None:
+        if not MIN_OPSET <= self.opset <= MAX_OPSET:
+            self.warnings.append(f"opset {self.opset} is outside the tested range "
+                                 f"{MIN_OPSET}..{MAX_OPSET}; converting with the nearest rules")
+
+    def _validate(self) -> list[onnx.NodeProto]:
+        known = supported_ops()
+        unsupported = Counter(
+            node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+            for node in self.graph.node
+            if node.domain not in ("", "ai.onnx") or node.op_type not in known)
+        if unsupported:
+            raise UnsupportedOperatorError("onnx", dict(unsupported))
+        check_declared_sizes(self.graph)
+        nodes = topological_nodes(self.graph)
+        if all(a is b for a, b in zip(nodes, self.graph.node)):
+            run_checker(self.model)
+        else:
+            ordered = onnx.ModelProto()
+            ordered.CopyFrom(self.model)
+            del ordered.graph.node[:]
+            ordered.graph.node.extend(nodes)
+            run_checker(ordered)
+        return nodes
+
+    def _input_dtype(self, info: onnx.ValueInfoProto) -> str:
+        if isinstance(self.dtype, Mapping) and info.name in self.dtype:
+            return str(self.dtype[info.name])
+        elem = info.type.tensor_type.elem_type
+        if elem:
+            return onnx_dtype(elem)
+        return str(self.dtype) if isinstance(self.dtype, str) else "float32"
+
+    def _make_inputs(self) -> None:
+        initializers = {t.name for t in self.graph.initializer}
+        for info in self.graph.input:
+            if info.name in initializers:
+                continue
+            if info.name in self.pinned:
+                dims: list[Any] = list(self.pinned[info.name])
+            else:
+                dims = [d.dim_value if d.HasField("dim_value") else AnyDim()
+                        for d in info.type.tensor_type.shape.dim]
+            check_elements(dims, f"input {info.name!r}")
+            var = relay.var(info.name, shape=dims, dtype=self._input_dtype(info))
+            self.inputs[info.name] = var
+            self.tensors[info.name] = var
+        unknown = sorted(set(self.pinned) - set(self.inputs))
+        if unknown:
+            self.warnings.append(f"shape= names no model input: {unknown}")
+
+    def _make_initializers(self) -> None:
+        for init in self.graph.initializer:
+            array = tensor_to_array(init, f"initializer {init.name!r}")
+            if self.freeze_params:
+                self.tensors[init.name] = relay.const(array, str(array.dtype))
+            else:
+                self.params[init.name] = NDArray(array)
+                var = relay.var(init.name, shape=array.shape, dtype=str(array.dtype))
+                self.param_vars[init.name] = var
+                self.tensors[init.name] = var
+
+    def _convert(self, node: onnx.NodeProto, layer: str) -> None:
+        inputs = [self._consume(name, layer) if name else None for name in node.input]
+        attrs = attribute_values(node)
+        self.layers.append(res.layer_entry(
+            layer, node.op_type, [i for i in node.input if i], [o for o in node.output if o],
+            {k: v for k, v in attrs.items() if not isinstance(v, onnx.AttributeProto)}))
+        values = [x.data.numpy() if isinstance(x, Constant) else None for x in inputs]
+        folded = fold_node(node, values, self.opset)
+        if folded is not None:
+            outputs: list[Expr | None] = [relay.const(v, str(v.dtype)) for v in folded]
+        else:
+            ctx = NodeContext(layer, node.op_type, self.opset, attrs, inputs, list(node.input),
+                              list(node.output), self)
+            outputs = self._call_converter(ctx)
+        outputs = set_span(outputs, layer)
+        for name, expr in zip(node.output, outputs):
+            if name and expr is not None:
+                self.tensors[name] = expr
+
+    def _consume(self, name: str, layer: str) -> Expr:
+        expr = self.tensors[name]
+        if not self.fill_spans or expr.span:
+            return expr
+        spanned = set_parameter_span(expr, layer, name)
+        self.tensors[name] = spanned
+        if name in self.inputs:
+            self.inputs[name] = spanned  # type: ignore[assignment]
+        if name in self.param_vars:
+            self.param_vars[name] = spanned  # type: ignore[assignment]
+        return spanned
+
+    def _call_converter(self, ctx: NodeContext) -> list[Expr | None]:
+        fn = lookup(ctx.op_type, self.opset)
+        assert fn is not None  # _validate listed every op without a converter
+        try:
+            out = fn(ctx)
+        except ConversionError:
+            raise
+        except _CONVERTER_ERRORS as err:
+            raise ctx.fail(f"{type(err).__name__}: {err}") from err
+        outputs = [out] if isinstance(out, Expr) else list(out)
+        if len(outputs) < len([o for o in ctx.output_names if o]):
+            raise ctx.fail(f"produced {len(outputs)} outputs, the node declares "
+                           f"{len(ctx.output_names)}")
+        return outputs
+
+    def _finish(self) -> tuple[IRModule, dict[str, NDArray], dict[str, Any], list[str]]:
+        outs = []
+        for info in self.graph.output:
+            if info.name not in self.tensors:
+                raise ConversionError(info.name, "output", "no node produces this graph output")
+            outs.append(self.tensors[info.name])
+        body: Expr = outs[0] if len(outs) == 1 else Tuple(
+            tuple(outs), span=merge_spans(o.span for o in outs))
+        params = [*self.inputs.values(), *self.param_vars.values()]
+        main = Function(tuple(params), body, span=merge_spans(o.span for o in outs))
+        graph = res.frontend_graph(self.layers, [self._tensor_entry(v) for v in self.inputs.values()],
+                                   [self._output_entry(i) for i in self.graph.output])
+        return IRModule.from_expr(main), self.params, graph, self.warnings
+
+    def _tensor_entry(self, var: Var) -> dict[str, Any]:
+        ty = var.type_annotation
+        assert isinstance(ty, TensorType)
+        return res.tensor_entry(var.name_hint, [d if isinstance(d, int) else -1 for d in ty.shape],
+                                ty.dtype)
+
+    def _output_entry(self, info: onnx.ValueInfoProto) -> dict[str, Any]:
+        shape, dtype = self.info.get(info.name, (None, None))
+        if shape is None:
+            shape = tuple(d.dim_value if d.HasField("dim_value") else None
+                          for d in info.type.tensor_type.shape.dim)
+        elem = info.type.tensor_type.elem_type
+        dtype = dtype or (onnx_dtype(elem) if elem else "float32")
+        return res.tensor_entry(info.name, [-1 if d is None else d for d in shape], dtype)

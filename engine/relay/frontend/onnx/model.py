@@ -1,0 +1,197 @@
+"""Reading an ONNX file safely: decode, external data inside the model's folder, size guards,
+topological order, and the onnx checker, each failure a clear FrontendError."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import TensorProto, numpy_helper
+
+from engine.relay.frontend.common import (
+    CorruptModelError,
+    InvalidGraphError,
+    UnsafeModelError,
+    check_elements,
+)
+
+ModelSource = bytes | bytearray | memoryview | str | os.PathLike | onnx.ModelProto
+
+
+def decode_model(data: bytes) -> onnx.ModelProto:
+    """Parse ONNX protobuf bytes; an empty, corrupt or non-ONNX payload is a CorruptModelError."""
+    if not data:
+        raise CorruptModelError("the ONNX file is empty")
+    try:
+        model = onnx.load_model_from_string(bytes(data))
+    except (DecodeError, ValueError, RuntimeError) as err:
+        raise CorruptModelError(
+            f"not a valid ONNX model (protobuf decoding failed: {err}); "
+            "the file may be truncated or of another format") from None
+    if not model.HasField("graph") or not (len(model.graph.node) or len(model.graph.output)):
+        raise CorruptModelError("not an ONNX model: the protobuf holds no graph")
+    return model
+
+
+def read_source(source: ModelSource) -> tuple[onnx.ModelProto, Path | None]:
+    """The ModelProto and the folder its external data may live in (None for bytes)."""
+    if isinstance(source, onnx.ModelProto):
+        return source, None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return decode_model(bytes(source)), None
+    path = Path(source)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise CorruptModelError(f"cannot read {path.name}: {err.strerror}") from None
+    return decode_model(data), path.resolve().parent
+
+
+def _external_tensors(graph: onnx.GraphProto) -> Iterable[TensorProto]:
+    yield from graph.initializer
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                yield attr.t
+            for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+                yield from _external_tensors(sub)
+
+
+def _external_info(tensor: TensorProto) -> dict[str, str]:
+    return {entry.key: entry.value for entry in tensor.external_data}
+
+
+def load_external_data(model: onnx.ModelProto, base_dir: Path | None) -> None:
+    """Inline tensors stored in external files, refusing any path outside `base_dir`."""
+    for tensor in _external_tensors(model.graph):
+        if tensor.data_location != TensorProto.EXTERNAL:
+            continue
+        info = _external_info(tensor)
+        location = info.get("location", "")
+        if base_dir is None:
+            raise UnsafeModelError(
+                f"tensor {tensor.name!r} keeps its data in external file {location!r}; "
+                "upload the model with its data folder (external data is not read from bytes)")
+        target = (base_dir / location).resolve()
+        if os.path.isabs(location) or not target.is_relative_to(base_dir):
+            raise UnsafeModelError(
+                f"tensor {tensor.name!r} points to external data {location!r} outside the "
+                "model's folder; refused")
+        check_elements(tensor.dims, f"initializer {tensor.name!r}")
+        tensor.raw_data = _read_chunk(target, tensor.name, info)
+        del tensor.external_data[:]
+        tensor.data_location = TensorProto.DEFAULT
+
+
+def _read_chunk(target: Path, name: str, info: dict[str, str]) -> bytes:
+    try:
+        offset = int(info.get("offset", "0") or 0)
+        length = int(info["length"]) if info.get("length") else -1
+        with open(target, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(length) if length >= 0 else handle.read()
+    except (OSError, ValueError) as err:
+        raise CorruptModelError(f"cannot read external data of {name!r}: {err}") from None
+    if length >= 0 and len(data) != length:
+        raise CorruptModelError(f"external data of {name!r} is truncated")
+    return data
+
+
+def tensor_to_array(tensor: TensorProto, what: str) -> np.ndarray:
+    """A TensorProto as numpy, after the size guard; short data is a CorruptModelError."""
+    check_elements(tensor.dims, what)
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, KeyError) as err:
+        raise CorruptModelError(f"{what} has data that does not match its shape "
+                                f"{list(tensor.dims)} (truncated?): {err}") from None
+
+
+def check_declared_sizes(graph: onnx.GraphProto) -> None:
+    for tensor in graph.initializer:
+        check_elements(tensor.dims, f"initializer {tensor.name!r}")
+    for info in [*graph.input, *graph.output, *graph.value_info]:
+        dims = [d.dim_value if d.HasField("dim_value") else -1
+                for d in info.type.tensor_type.shape.dim]
+        check_elements(dims, f"tensor {info.name!r}")
+
+
+def topological_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The nodes in dependency order; an undefined input or a cycle is an InvalidGraphError."""
+    available = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
+    producer: dict[str, int] = {}
+    for index, node in enumerate(graph.node):
+        for out in node.output:
+            if out and out in producer:
+                raise InvalidGraphError(f"tensor {out!r} is produced by two nodes")
+            if out:
+                producer[out] = index
+    waiting: dict[int, int] = {}
+    users: dict[int, list[int]] = {}
+    for index, node in enumerate(graph.node):
+        deps = set()
+        for name in node.input:
+            if name in available and name not in producer:
+                continue
+            if name not in producer:
+                raise InvalidGraphError(
+                    f"node {node.name or node.op_type!r} ({node.op_type}) consumes tensor "
+                    f"{name!r}, which no node, input or initializer defines")
+            deps.add(producer[name])
+        waiting[index] = len(deps)
+        for dep in deps:
+            users.setdefault(dep, []).append(index)
+    return [graph.node[i] for i in _kahn(graph, waiting, users)]
+
+
+def _kahn(graph: onnx.GraphProto, waiting: dict[int, int], users: dict[int, list[int]]) -> list[int]:
+    ready = [i for i, n in waiting.items() if n == 0]
+    ready.reverse()
+    order: list[int] = []
+    while ready:
+        index = ready.pop()
+        order.append(index)
+        for user in reversed(users.get(index, [])):
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                ready.append(user)
+    if len(order) != len(graph.node):
+        stuck = [graph.node[i].name or graph.node[i].op_type for i, n in waiting.items() if n > 0]
+        raise InvalidGraphError(f"the graph has a cycle through nodes {stuck[:8]}")
+    return order
+
+
+def run_checker(model: onnx.ModelProto) -> None:
+    """onnx.checker on the (sorted) model, its complaint turned into an InvalidGraphError."""
+    if model.ByteSize() > 2**31 - 1:
+        return  # the in-memory checker cannot serialize models over 2 GiB
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InvalidGraphError(f"the ONNX checker rejected the model: {first}") from None
+
+
+def opset_version(model: onnx.ModelProto) -> int:
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            return int(entry.version)
+    return 1
+
+
+def attribute_values(node: onnx.NodeProto) -> dict[str, Any]:
+    """A node's attributes as Python values (tensors as numpy arrays)."""
+    out: dict[str, Any] = {}
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.TENSOR:
+            out[attr.name] = tensor_to_array(attr.t, f"attribute {attr.name!r} of {node.name!r}")
+        elif attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            out[attr.name] = attr
+        else:
+            out[attr.name] = onnx.helper.get_attribute_value(attr)
+    return out

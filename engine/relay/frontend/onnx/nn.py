@@ -1,0 +1,305 @@
+"""ONNX neural-network layers: convolutions, normalization, pooling, activations, Gemm/MatMul."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from engine import relay
+from engine.ir.expr import Expr
+from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
+from engine.relay.frontend.onnx.util import norm_axis, relay_padding, spatial_pads
+
+_CONV = {1: "conv1d", 2: "conv2d", 3: "conv3d"}
+_CONV_T = {1: "conv1d_transpose", 2: "conv2d_transpose", 3: "conv3d_transpose"}
+_MAX_POOL = {1: "max_pool1d", 2: "max_pool2d", 3: "max_pool3d"}
+_AVG_POOL = {1: "avg_pool1d", 2: "avg_pool2d", 3: "avg_pool3d"}
+
+
+def _nn(ctx: NodeContext, table: dict[int, str], nd: int) -> object:
+    if nd not in table:
+        raise ctx.fail(f"{nd}-D inputs are not supported (1-D to 3-D are)")
+    return getattr(relay.nn, table[nd])
+
+
+def _window(ctx: NodeContext, kernel: list[int]) -> tuple[list[int], list[int], list[int]]:
+    nd = len(kernel)
+    strides = [int(s) for s in ctx.attr("strides", [1] * nd)]
+    dilations = [int(d) for d in ctx.attr("dilations", [1] * nd)]
+    return strides, dilations, spatial_pads(ctx, kernel, strides, dilations)
+
+
+def _with_bias(ctx: NodeContext, out: Expr) -> Expr:
+    return relay.nn.bias_add(out, ctx.input(2), axis=1) if ctx.has(2) else out
+
+
+@converter("Conv")
+def conv(ctx: NodeContext) -> ConvertResult:
+    w_shape = ctx.static_shape(1)
+    kernel = [int(k) for k in ctx.attr("kernel_shape", w_shape[2:])]
+    strides, dilations, pads = _window(ctx, kernel)
+    fn = _nn(ctx, _CONV, len(kernel))
+    out = fn(ctx.input(0), ctx.input(1), strides=strides, padding=relay_padding(pads),
+             dilation=dilations, groups=int(ctx.attr("group", 1)), channels=w_shape[0],
+             kernel_size=kernel)
+    return _with_bias(ctx, out)
+
+
+@converter("ConvTranspose")
+def conv_transpose(ctx: NodeContext) -> ConvertResult:
+    w_shape = ctx.static_shape(1)
+    kernel = [int(k) for k in ctx.attr("kernel_shape", w_shape[2:])]
+    nd, groups = len(kernel), int(ctx.attr("group", 1))
+    strides = [int(s) for s in ctx.attr("strides", [1] * nd)]
+    dilations = [int(d) for d in ctx.attr("dilations", [1] * nd)]
+    out_pad = [int(p) for p in ctx.attr("output_padding", [0] * nd)]
+    pads = _transpose_pads(ctx, kernel, strides, dilations, out_pad)
+    fn = _nn(ctx, _CONV_T, nd)
+    out = fn(ctx.input(0), ctx.input(1), strides=strides, padding=relay_padding(pads),
+             dilation=dilations, groups=groups, channels=w_shape[1] * groups, kernel_size=kernel,
+             output_padding=out_pad)
+    return _with_bias(ctx, out)
+
+
+def _transpose_pads(ctx: NodeContext, kernel: list[int], strides: list[int],
+                    dilations: list[int], out_pad: list[int]) -> list[int]:
+    output_shape = ctx.attr("output_shape")
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    if output_shape is None and auto_pad in ("NOTSET", "", "VALID"):
+        return [int(p) for p in ctx.attr("pads", [0] * (2 * len(kernel)))]
+    spatial = ctx.static_shape(0)[2:]
+    targets = list(output_shape)[-len(kernel):] if output_shape is not None else [
+        s * st for s, st in zip(spatial, strides)]
+    begins, ends = [], []
+    for size, k, s, d, op, target in zip(spatial, kernel, strides, dilations, out_pad, targets):
+        total = max(0, s * (size - 1) + op + (k - 1) * d + 1 - int(target))
+        lower = auto_pad == "SAME_LOWER"
+        begins.append(total - total // 2 if lower else total // 2)
+        ends.append(total // 2 if lower else total - total // 2)
+    return begins + ends
+
+
+@converter("BatchNormalization")
+def batch_norm(ctx: NodeContext) -> ConvertResult:
+    if any(name for name in ctx.output_names[1:]):
+        raise ctx.fail("training-mode outputs (running mean/var) are not supported")
+    out = relay.nn.batch_norm(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3),
+                              ctx.input(4), axis=1, epsilon=float(ctx.attr("epsilon", 1e-5)))
+    return out[0]
+
+
+@converter("Relu")
+def relu(ctx: NodeContext) -> ConvertResult:
+    return relay.nn.relu(ctx.input(0))
+
+
+@converter("LeakyRelu")
+def leaky_relu(ctx: NodeContext) -> ConvertResult:
+    return relay.nn.leaky_relu(ctx.input(0), alpha=float(ctx.attr("alpha", 0.01)))
+
+
+@converter("PRelu")
+def prelu(ctx: NodeContext) -> ConvertResult:
+    x, slope = ctx.input(0), ctx.input(1)
+    rank, s_shape = ctx.rank(0), ctx.shape(1)
+    channels = ctx.shape(0)[1] if rank >= 2 else None
+    squeezable = [d for d in s_shape if d != 1]
+    if channels is not None and len(squeezable) <= 1 and (
+            int(np.prod([d or 0 for d in s_shape])) == channels) and len(s_shape) in (1, rank - 1):
+        if len(s_shape) != 1:
+            slope = relay.reshape(slope, newshape=[channels])
+        return relay.nn.prelu(x, slope, axis=1)
+    zero = relay.const(0, ctx.dtype(0))
+    return relay.where(relay.less(x, zero), relay.multiply(x, slope), x)
+
+
+@converter("Sigmoid")
+def sigmoid(ctx: NodeContext) -> ConvertResult:
+    return relay.sigmoid(ctx.input(0))
+
+
+@converter("HardSigmoid")
+def hard_sigmoid(ctx: NodeContext) -> ConvertResult:
+    dtype = ctx.dtype(0)
+    alpha = relay.const(float(ctx.attr("alpha", 0.2)), dtype)
+    beta = relay.const(float(ctx.attr("beta", 0.5)), dtype)
+    return relay.clip(relay.add(relay.multiply(ctx.input(0), alpha), beta), 0.0, 1.0)
+
+
+@converter("Tanh")
+def tanh(ctx: NodeContext) -> ConvertResult:
+    return relay.tanh(ctx.input(0))
+
+
+@converter("Erf")
+def erf(ctx: NodeContext) -> ConvertResult:
+    return relay.erf(ctx.input(0))
+
+
+@converter("Gelu", since=20)
+def gelu(ctx: NodeContext) -> ConvertResult:
+    x, dtype = ctx.input(0), ctx.dtype(0)
+
+    def c(v: float) -> Expr:
+        return relay.const(v, dtype)
+
+    if ctx.attr("approximate", "none") == "tanh":
+        cube = relay.multiply(relay.multiply(x, x), x)
+        inner = relay.multiply(c(math.sqrt(2.0 / math.pi)),
+                               relay.add(x, relay.multiply(c(0.044715), cube)))
+        return relay.multiply(relay.multiply(c(0.5), x), relay.add(c(1.0), relay.tanh(inner)))
+    half_x = relay.multiply(x, c(0.5))
+    return relay.multiply(half_x, relay.add(c(1.0), relay.erf(relay.multiply(x, c(0.5 ** 0.5)))))
+
+
+def _softmax_family(ctx: NodeContext, fn_name: str) -> ConvertResult:
+    fn = getattr(relay.nn, fn_name)
+    x = ctx.input(0)
+    default_axis = -1 if ctx.opset >= 13 else 1
+    rank = ctx.rank(0)
+    axis = norm_axis(int(ctx.attr("axis", default_axis)), rank)
+    if ctx.opset >= 13 or axis == rank - 1:
+        return fn(x, axis=axis)
+    # opset < 13: softmax over the input coerced to 2-D at `axis`
+    shape = ctx.static_shape(0)
+    flat = relay.reshape(x, newshape=[int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])
+    return relay.reshape(fn(flat, axis=1), newshape=list(shape))
+
+
+@converter("Softmax")
+def softmax(ctx: NodeContext) -> ConvertResult:
+    return _softmax_family(ctx, "softmax")
+
+
+@converter("LogSoftmax")
+def log_softmax(ctx: NodeContext) -> ConvertResult:
+    return _softmax_family(ctx, "log_softmax")
+
+
+@converter("MaxPool")
+def max_pool(ctx: NodeContext) -> ConvertResult:
+    if len(ctx.output_names) > 1 and ctx.output_names[1]:
+        raise ctx.fail("the Indices output of MaxPool is not supported")
+    kernel = [int(k) for k in ctx.attr("kernel_shape")]
+    strides, dilations, pads = _window(ctx, kernel)
+    fn = _nn(ctx, _MAX_POOL, len(kernel))
+    return fn(ctx.input(0), pool_size=kernel, strides=strides, dilation=dilations,
+              padding=relay_padding(pads), ceil_mode=bool(ctx.attr("ceil_mode", 0)))
+
+
+@converter("AveragePool")
+def avg_pool(ctx: NodeContext) -> ConvertResult:
+    kernel = [int(k) for k in ctx.attr("kernel_shape")]
+    strides, dilations, pads = _window(ctx, kernel)
+    fn = _nn(ctx, _AVG_POOL, len(kernel))
+    return fn(ctx.input(0), pool_size=kernel, strides=strides, dilation=dilations,
+              padding=relay_padding(pads), ceil_mode=bool(ctx.attr("ceil_mode", 0)),
+              count_include_pad=bool(ctx.attr("count_include_pad", 0)))
+
+
+@converter("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(ctx: NodeContext) -> ConvertResult:
+    rank = ctx.rank(0)
+    is_avg = ctx.op_type == "GlobalAveragePool"
+    if rank == 4:
+        fn = relay.nn.global_avg_pool2d if is_avg else relay.nn.global_max_pool2d
+        return fn(ctx.input(0))
+    reduce = relay.mean if is_avg else relay.max
+    return reduce(ctx.input(0), axis=list(range(2, rank)), keepdims=True)
+
+
+@converter("LRN")
+def lrn(ctx: NodeContext) -> ConvertResult:
+    return relay.nn.lrn(ctx.input(0), size=int(ctx.attr("size")), axis=1,
+                        alpha=float(ctx.attr("alpha", 1e-4)), beta=float(ctx.attr("beta", 0.75)),
+                        bias=float(ctx.attr("bias", 1.0)))
+
+
+@converter("Dropout")
+def dropout(ctx: NodeContext) -> ConvertResult:
+    if len(ctx.output_names) > 1 and ctx.output_names[1]:
+        raise ctx.fail("the mask output of Dropout is not supported")
+    return ctx.input(0)
+
+
+@converter("Gemm")
+def gemm(ctx: NodeContext) -> ConvertResult:
+    a, b = ctx.input(0), ctx.input(1)
+    if ctx.attr("transA", 0):
+        a = relay.transpose(a, axes=[1, 0])
+    if not ctx.attr("transB", 0):
+        b = relay.transpose(b, axes=[1, 0])
+    units = ctx.shape(1)[0 if ctx.attr("transB", 0) else 1]
+    out = relay.nn.dense(a, b, units=units)
+    alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
+    dtype = ctx.dtype(0)
+    if alpha != 1.0:
+        out = relay.multiply(out, relay.const(alpha, dtype))
+    if not ctx.has(2):
+        return out
+    c = ctx.input(2)
+    if beta != 1.0:
+        c = relay.multiply(c, relay.const(beta, dtype))
+    if len(ctx.shape(2)) == 1 and units is not None and ctx.shape(2)[0] == units:
+        return relay.nn.bias_add(out, c, axis=1)
+    return relay.add(out, c)
+
+
+@converter("MatMul")
+def matmul(ctx: NodeContext) -> ConvertResult:
+    a, b = ctx.input(0), ctx.input(1)
+    a_shape, b_shape = ctx.shape(0), ctx.shape(1)
+    if len(a_shape) == 1 or len(b_shape) == 1:
+        return _matmul_vector(ctx, a, b, a_shape, b_shape)
+    if len(b_shape) == 2:
+        return _matmul_dense(ctx, a, b, a_shape, b_shape)
+    return _matmul_batch(ctx, a, b, ctx.static_shape(0), ctx.static_shape(1))
+
+
+def _matmul_dense(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple, b_shape: tuple) -> Expr:
+    units = b_shape[1]
+    weight = relay.transpose(b, axes=[1, 0])
+    if len(a_shape) == 2:
+        return relay.nn.dense(a, weight, units=units)
+    static = ctx.static_shape(0)
+    flat = relay.reshape(a, newshape=[int(np.prod(static[:-1])), static[-1]])
+    out = relay.nn.dense(flat, weight, units=units)
+    return relay.reshape(out, newshape=[*static[:-1], int(units)])
+
+
+def _matmul_batch(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple[int, ...],
+                  b_shape: tuple[int, ...]) -> Expr:
+    batch = tuple(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]))
+    size = int(np.prod(batch)) if batch else 1
+    a3 = _as_batch3(a, a_shape, batch, size)
+    b3 = _as_batch3(b, b_shape, batch, size)
+    out = relay.nn.batch_matmul(a3, b3, transpose_a=False, transpose_b=False)
+    return relay.reshape(out, newshape=[*batch, a_shape[-2], b_shape[-1]])
+
+
+def _as_batch3(x: Expr, shape: tuple[int, ...], batch: tuple[int, ...], size: int) -> Expr:
+    if tuple(shape[:-2]) != batch:
+        x = relay.broadcast_to(x, shape=[*batch, *shape[-2:]])
+    if len(shape) == 3 and tuple(shape[:-2]) == batch:
+        return x
+    return relay.reshape(x, newshape=[size, *shape[-2:]])
+
+
+def _matmul_vector(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple, b_shape: tuple) -> Expr:
+    squeeze = []
+    if len(a_shape) == 1:
+        a = relay.expand_dims(a, axis=0)
+        a_shape = (1, *a_shape)
+        squeeze.append(-2)
+    if len(b_shape) == 1:
+        b = relay.expand_dims(b, axis=1)
+        b_shape = (*b_shape, 1)
+        squeeze.append(-1)
+    if len(b_shape) == 2:
+        out = _matmul_dense(ctx, a, b, a_shape, b_shape)
+    else:
+        out = _matmul_batch(ctx, a, b, tuple(int(d) for d in a_shape),
+                            tuple(int(d) for d in b_shape))
+    rank = max(len(a_shape), len(b_shape))
+    return relay.squeeze(out, axis=[rank + s for s in squeeze])

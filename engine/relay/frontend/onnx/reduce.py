@@ -1,0 +1,111 @@
+"""ONNX reductions, LayerNormalization, and resizing (Resize, Upsample)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine import relay
+from engine.ir.expr import Expr
+from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
+from engine.relay.frontend.onnx.util import norm_axes, norm_axis
+
+_REDUCE = {
+    "ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min",
+    "ReduceProd": "prod",
+}
+# The opset where each reduction's `axes` moved from attribute to input.
+_AXES_AS_INPUT = {"ReduceSum": 13}
+_AXES_AS_INPUT_DEFAULT = 18
+
+
+def _reduce_axes(ctx: NodeContext) -> list[int] | None:
+    if ctx.opset >= _AXES_AS_INPUT.get(ctx.op_type, _AXES_AS_INPUT_DEFAULT):
+        axes = ctx.ints(1, "axes") if ctx.has(1) else []
+    else:
+        axes = [int(a) for a in ctx.attr("axes", [])]
+    return norm_axes(axes, ctx.rank(0)) if axes else None
+
+
+@converter(*_REDUCE)
+def reduce_op(ctx: NodeContext) -> ConvertResult:
+    axes = _reduce_axes(ctx)
+    if axes is None and ctx.attr("noop_with_empty_axes", 0):
+        return ctx.input(0)
+    fn = getattr(relay, _REDUCE[ctx.op_type])
+    return fn(ctx.input(0), axis=axes, keepdims=bool(ctx.attr("keepdims", 1)))
+
+
+@converter("LayerNormalization", since=17)
+def layer_norm(ctx: NodeContext) -> ConvertResult:
+    if any(name for name in ctx.output_names[1:]):
+        raise ctx.fail("the Mean/InvStdDev outputs are not supported")
+    x, rank = ctx.input(0), ctx.rank(0)
+    axis = norm_axis(int(ctx.attr("axis", -1)), rank)
+    eps = float(ctx.attr("epsilon", 1e-5))
+    dtype = ctx.dtype(0)
+    beta = ctx.input(2) if ctx.has(2) else relay.zeros_like(ctx.input(1))
+    if axis == rank - 1:
+        return relay.nn.layer_norm(x, ctx.input(1), beta, axis=-1, epsilon=eps)
+    axes = list(range(axis, rank))
+    mean = relay.mean(x, axis=axes, keepdims=True)
+    centered = relay.subtract(x, mean)
+    var = relay.mean(relay.multiply(centered, centered), axis=axes, keepdims=True)
+    denom = relay.sqrt(relay.add(var, relay.const(eps, dtype)))
+    return relay.add(relay.multiply(relay.divide(centered, denom), ctx.input(1)), beta)
+
+
+_METHOD = {"nearest": "nearest_neighbor", "linear": "linear", "bilinear": "linear",
+           "cubic": "cubic"}
+
+
+def _resize_size(ctx: NodeContext, scales_index: int, sizes_index: int) -> list[int]:
+    in_shape = ctx.static_shape(0)
+    if ctx.has(sizes_index) and ctx.value(sizes_index) is not None and ctx.value(
+            sizes_index).size:
+        return ctx.ints(sizes_index, "sizes")
+    scales = np.asarray(ctx.const(scales_index, "scales"), dtype="float64").reshape(-1)
+    return [int(np.floor(d * s)) for d, s in zip(in_shape, scales)]
+
+
+def _resize(ctx: NodeContext, x: Expr, out_size: list[int], coord_mode: str,
+            rounding: str = "round_prefer_floor") -> Expr:
+    in_shape = ctx.static_shape(0)
+    if len(in_shape) != 4:
+        raise ctx.fail(f"only 4-D (NCHW) resizing is supported, got rank {len(in_shape)}")
+    if list(out_size[:2]) != list(in_shape[:2]):
+        raise ctx.fail("resizing the batch or channel dimension is not supported")
+    mode = ctx.attr("mode", "nearest")
+    if mode not in _METHOD:
+        raise ctx.fail(f"resize mode {mode!r} is not supported")
+    return relay.image.resize2d(
+        x, roi=[0.0, 0.0, 0.0, 0.0], size=list(out_size[2:]), layout="NCHW",
+        method=_METHOD[mode], coordinate_transformation_mode=coord_mode,
+        rounding_method=ctx.attr("nearest_mode", rounding) if mode == "nearest"
+        else "", cubic_alpha=float(ctx.attr("cubic_coeff_a", -0.75)),
+        cubic_exclude=int(ctx.attr("exclude_outside", 0)),
+        extrapolation_value=float(ctx.attr("extrapolation_value", 0.0)))
+
+
+@converter("Resize", since=10)
+def resize_v10(ctx: NodeContext) -> ConvertResult:
+    size = _resize_size(ctx, 1, 99)
+    return _resize(ctx, ctx.input(0), size, "asymmetric", rounding="floor")
+
+
+@converter("Resize", since=11)
+def resize(ctx: NodeContext) -> ConvertResult:
+    if ctx.attr("antialias", 0):
+        raise ctx.fail("antialiased resizing is not supported")
+    if ctx.attr("axes") is not None:
+        raise ctx.fail("the axes attribute of Resize is not supported")
+    size = _resize_size(ctx, 2, 3)
+    mode = ctx.attr("coordinate_transformation_mode", "half_pixel")
+    if mode == "tf_crop_and_resize":
+        raise ctx.fail("tf_crop_and_resize is not supported")
+    return _resize(ctx, ctx.input(0), size, mode)
+
+
+@converter("Upsample", since=9)
+def upsample(ctx: NodeContext) -> ConvertResult:
+    size = _resize_size(ctx, 1, 99)
+    return _resize(ctx, ctx.input(0), size, "asymmetric", rounding="floor")

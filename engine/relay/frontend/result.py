@@ -1,0 +1,58 @@
+"""What an import returns: the module, its params, and the frontend graph the explorer shows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.ir.module import IRModule
+from engine.runtime.ndarray import NDArray
+
+
+@dataclass(frozen=True, eq=False)
+class ImportResult:
+    """`mod`, `params` (name -> NDArray), `format` ("onnx" | "tflite" | "pytorch" | "relay"),
+    `graph` (docs/PROTOCOL.md FrontendGraph, JSON-able) and import `warnings`."""
+
+    mod: IRModule
+    params: dict[str, NDArray]
+    format: str
+    graph: dict[str, Any]
+    warnings: tuple[str, ...] = field(default=())
+
+
+def json_value(value: Any) -> Any:
+    """An attribute value made JSON-able (arrays become lists, bytes become text)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, np.ndarray):
+        return value.tolist() if value.size <= 64 else f"<tensor {list(value.shape)} {value.dtype}>"
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def layer_entry(name: str, op_type: str, inputs: Sequence[str], outputs: Sequence[str],
+                attrs: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"name": name, "op_type": op_type, "inputs": list(inputs), "outputs": list(outputs),
+            "attrs": {str(k): json_value(v) for k, v in (attrs or {}).items()}}
+
+
+def tensor_entry(name: str, shape: Sequence[Any], dtype: str) -> dict[str, Any]:
+    dims = [d if isinstance(d, int) and d >= 0 else "?" for d in
+            (int(x) if isinstance(x, (int, np.integer)) else x for x in shape)]
+    return {"name": name, "shape": dims, "dtype": str(dtype)}
+
+
+def frontend_graph(layers: list[dict[str, Any]], inputs: list[dict[str, Any]],
+                   outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"layers": layers, "inputs": inputs, "outputs": outputs}
