@@ -1,0 +1,50 @@
+// Bundles the front end with esbuild: static/src/main.js (the app) and
+// static/src/diff-worker.js (the Web Worker that diffs texts) into static/dist/.
+//   node build.mjs            production build (minified, with source maps)
+//   node build.mjs --watch    rebuild on change, unminified
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+
+const root = path.dirname(fileURLToPath(import.meta.url));
+const outdir = path.join(root, "static", "dist");
+const watch = process.argv.includes("--watch");
+
+/** @type {import("esbuild").BuildOptions} */
+const options = {
+  absWorkingDir: root,
+  entryPoints: {
+    main: "static/src/main.js",
+    "diff-worker": "static/src/diff-worker.js",
+  },
+  outdir,
+  bundle: true,
+  format: "esm",
+  splitting: true, // viz.js (Graphviz wasm) becomes a chunk loaded on first diagram
+  chunkNames: "chunks/[name]-[hash]",
+  target: ["es2022"],
+  platform: "browser",
+  sourcemap: true,
+  minify: !watch,
+  legalComments: "linked",
+  logLevel: "info",
+  define: { "process.env.NODE_ENV": watch ? '"development"' : '"production"' },
+};
+
+async function main() {
+  await rm(outdir, { recursive: true, force: true });
+  await mkdir(outdir, { recursive: true });
+  if (watch) {
+    const ctx = await esbuild.context(options);
+    await ctx.watch();
+    return;
+  }
+  const result = await esbuild.build({ ...options, metafile: true });
+  await writeFile(path.join(outdir, "meta.json"), JSON.stringify(result.metafile));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,54 @@
+// Promise-based client of the diff Web Worker, with an in-thread fallback.
+import { textChanges, unifiedLines } from "./linediff.js";
+
+const FALLBACK = { changes: ({ a, b }) => textChanges(a, b), unified: ({ a, b }) => unifiedLines(a, b) };
+
+let worker = null;
+let workerFailed = false;
+let nextId = 1;
+const pending = new Map();
+
+function workerUrl() {
+  const main = document.querySelector("script[data-bundle]")?.src;
+  return main ? new URL("diff-worker.js", main).href : "/static/dist/diff-worker.js";
+}
+
+function getWorker() {
+  if (worker || workerFailed) return worker;
+  try {
+    worker = new Worker(workerUrl(), { type: "module" });
+    worker.onmessage = ({ data }) => {
+      const p = pending.get(data.id);
+      pending.delete(data.id);
+      if (!p) return;
+      if (data.error) p.reject(new Error(data.error));
+      else p.resolve(data.result);
+    };
+    worker.onerror = () => {
+      workerFailed = true;
+      worker = null;
+      for (const [id, p] of pending) {
+        pending.delete(id);
+        p.resolve(FALLBACK[p.kind](p.payload));
+      }
+    };
+  } catch {
+    workerFailed = true;
+  }
+  return worker;
+}
+
+function call(kind, payload) {
+  const w = getWorker();
+  if (!w) return Promise.resolve(FALLBACK[kind](payload));
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    pending.set(id, { resolve, reject, kind, payload });
+    w.postMessage({ id, kind, ...payload });
+  });
+}
+
+/** {changes: [{fromA,toA,fromB,toB}], added, removed} */
+export const diffTexts = (a, b) => call("changes", { a, b });
+/** [{op, text}] */
+export const diffLines = (a, b) => call("unified", { a, b });

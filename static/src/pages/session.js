@@ -1,0 +1,231 @@
+// The session page: summary + pipeline options + the explorer view (timeline | diff or
+// schedules or model | provenance + layers). Owns the run stream and the URL state.
+import { api } from "../api.js";
+import { errorBox, h, replace } from "../dom.js";
+import { EventHub, TOPIC } from "../hub.js";
+import { DiffPane } from "../panes/diff.js";
+import { LayersPane } from "../panes/layers.js";
+import { OptionsPane } from "../panes/options.js";
+import { ProvenancePane } from "../panes/provenance.js";
+import { SchedulesPane } from "../panes/schedules.js";
+import { SummaryPane } from "../panes/summary.js";
+import { TimelinePane } from "../panes/timeline.js";
+import { C2S, URL_KEYS as K } from "../protocol.js";
+import { RunStream, request } from "../run-stream.js";
+import { splitter } from "../splitter.js";
+import { UrlState } from "../url-state.js";
+
+const TABS = [["model", "Model"], ["diff", "IR diff"], ["schedules", "Schedules"]];
+
+export class SessionPage {
+  constructor(root, sessionId) {
+    this.root = root;
+    this.sessionId = sessionId;
+    this.hub = new EventHub();
+    this.url = new UrlState();
+    this.stream = null;
+    this.data = null;
+    this.pending = { pass: this.url.getInt(K.PASS), node: this.url.getInt(K.NODE),
+      left: this.url.getInt(K.LEFT), right: this.url.getInt(K.RIGHT), layer: this.url.get(K.LAYER) };
+    this.ctx = {
+      url: this.url,
+      runId: () => this.stream?.model.runId ?? null,
+      startRun: (options) => this.startRun(options),
+      cancelRun: () => this.cancelRun(),
+      openRun: (rid) => this.openRun(rid, { resetView: true }),
+    };
+  }
+
+  async mount() {
+    this.layout();
+    this.wire();
+    try {
+      this.data = await api.session(this.sessionId);
+    } catch (err) {
+      replace(this.banner, errorBox("Session unavailable:", err.message));
+      return;
+    }
+    this.showSession();
+    const runId = this.url.get(K.RUN) ?? null;
+    if (runId) this.openRun(runId);
+    else if (this.url.get("autorun")) {
+      this.url.patch({ autorun: null });
+      this.startRun(this.options.options());
+    } else if (this.data.runs?.length) this.openRun(this.data.runs[0].id);
+    this.showTab(this.url.get(K.TAB) ?? (runId || this.data.runs?.length ? "diff" : "model"));
+  }
+
+  layout() {
+    this.title = h("span.session-name", { "data-testid": "session-name" });
+    this.meta = h("span.session-meta");
+    this.status = h("span.run-status", { "data-testid": "run-status", "aria-live": "polite" });
+    this.banner = h("div.banner", { "aria-live": "assertive" });
+    this.options = new OptionsPane(this.hub, this.ctx);
+    this.timeline = new TimelinePane(this.hub, this.ctx);
+    this.diff = new DiffPane(this.hub, this.ctx);
+    this.summary = new SummaryPane(this.hub, this.ctx);
+    this.schedules = new SchedulesPane(this.hub, this.ctx);
+    this.provenance = new ProvenancePane(this.hub, this.ctx);
+    this.layers = new LayersPane(this.hub, this.ctx);
+    this.tabBar = h("div.tabs", { role: "tablist" }, TABS.map(([key, label]) =>
+      h("button.tab", { type: "button", role: "tab", dataset: { tab: key }, "data-testid": `tab-${key}`,
+        on: { click: () => this.showTab(key) } }, label)));
+    this.tabBodies = Object.fromEntries(TABS.map(([key]) => [key, h("div.tab-body", { dataset: { tab: key } })]));
+    const left = h("aside.col.col-left");
+    const center = h("section.col.col-center", {}, this.tabBar, Object.values(this.tabBodies));
+    const right = h("aside.col.col-right");
+    this.workspace = h("main.workspace");
+    this.workspace.append(left, splitter(this.workspace, "--left", { storageKey: "irx.left" }), center,
+      splitter(this.workspace, "--right", { sign: -1, storageKey: "irx.right" }), right);
+    const bar = h("div.session-bar", {}, h("div.session-id", {}, this.title, this.meta), h("span.spacer"), this.status);
+    replace(this.root, bar, h("div.options-row", {}), this.banner, this.workspace);
+    this.options.mount(this.root.querySelector(".options-row"));
+    this.timeline.mount(left);
+    this.summary.mount(this.tabBodies.model);
+    this.diff.mount(this.tabBodies.diff);
+    this.schedules.mount(this.tabBodies.schedules);
+    this.provenance.mount(right);
+    this.layers.mount(right);
+  }
+
+  wire() {
+    this.hub.on(TOPIC.PASS_SELECTED, ({ passIndex }) => this.selectPass(passIndex));
+    this.hub.on(TOPIC.COMPARE, (c) => {
+      this.url.patch(c.passIndex === null ? { [K.PASS]: null, [K.LEFT]: c.left, [K.RIGHT]: c.right } : {});
+      if (c.passIndex === null) this.timeline.markSelected(null);
+      this.showTab("diff");
+    });
+    this.hub.on(TOPIC.EXPR_SELECTED, (sel) => this.url.patch({ [K.NODE]: sel?.nodeId, [K.SIDE]: sel?.side, [K.LAYER]: null }));
+    this.hub.on(TOPIC.LAYER_SELECTED, (sel) => this.url.patch({ [K.LAYER]: sel?.name, [K.NODE]: null }));
+    this.hub.on(TOPIC.SNAPSHOTS_SHOWN, () => this.restoreSelection());
+    document.addEventListener("keydown", (e) => this.globalKey(e));
+  }
+
+  showSession() {
+    const { session, graph } = this.data;
+    document.title = `${session.name} · IR Explorer`;
+    this.title.textContent = session.name;
+    this.meta.textContent = `${session.format} · ${session.num_layers ?? graph?.layers?.length ?? 0} layers`;
+    this.summary.update(this.data);
+    this.layers.update(graph);
+  }
+
+  showTab(name) {
+    if (!this.tabBodies[name]) name = "diff";
+    for (const [key, body] of Object.entries(this.tabBodies)) body.hidden = key !== name;
+    for (const t of this.tabBar.children) t.setAttribute("aria-selected", String(t.dataset.tab === name));
+    this.schedules.setActive(name === "schedules");
+    this.url.patch({ [K.TAB]: name === "diff" ? null : name });
+  }
+
+  async startRun(options) {
+    replace(this.banner);
+    this.options.setRunning(true);
+    try {
+      const reply = await request(C2S.START_RUN, { session_id: this.sessionId, options });
+      if (reply?.error) throw Object.assign(new Error(reply.error.message), reply.error);
+      this.pending = {};
+      this.openRun(reply.run_id, { resetView: true });
+      this.showTab("diff");
+    } catch (err) {
+      this.options.setRunning(false);
+      replace(this.banner, errorBox("Could not start the run:", err.message));
+    }
+  }
+
+  async cancelRun() {
+    const runId = this.ctx.runId();
+    if (runId) await request(C2S.CANCEL_RUN, { run_id: runId }).catch(() => null);
+  }
+
+  openRun(runId, { resetView = false } = {}) {
+    this.stream?.close();
+    if (resetView) {
+      this.pending = {};
+      this.url.patch({ [K.PASS]: null, [K.NODE]: null, [K.SIDE]: null, [K.LEFT]: null, [K.RIGHT]: null,
+        [K.LAYER]: null, [K.SCHEDULE]: null, [K.STEP]: null });
+    }
+    this.url.patch({ [K.RUN]: runId });
+    this.hub.emit(TOPIC.RUN_RESET, { runId });
+    this.stream = new RunStream(runId, (model) => this.runChanged(model));
+    this.stream.start().catch((err) => replace(this.banner, errorBox(`Run ${runId} unavailable:`, err.message)));
+  }
+
+  runChanged(model) {
+    this.options.setRunning(!model.finished);
+    this.status.dataset.status = model.status;
+    this.status.textContent = statusText(model);
+    this.hub.emit(TOPIC.RUN_CHANGED, model);
+    this.options.setPassNames(model.rows().filter((r) => !r.isContainer).map((r) => r.name));
+    this.applyPending(model);
+    if (model.finished && !this.refreshedRuns) {
+      this.refreshedRuns = true;
+      api.session(this.sessionId).then((d) => { this.data = d; this.summary.update(d); }).catch(() => null);
+    }
+  }
+
+  /** Selections from the URL wait until the run has the pass / snapshots they name. */
+  applyPending(model) {
+    const p = this.pending;
+    if (p.pass !== null && p.pass !== undefined && model.pass(p.pass)?.state !== "running" && model.pass(p.pass)) {
+      const pass = p.pass;
+      p.pass = null;
+      this.hub.emit(TOPIC.PASS_SELECTED, { passIndex: pass });
+    } else if (p.left !== null && p.left !== undefined && p.right !== null && p.right !== undefined) {
+      const { left, right } = p;
+      p.left = p.right = null;
+      this.hub.emit(TOPIC.COMPARE, { left, right, passIndex: null, title: "custom comparison" });
+    }
+  }
+
+  selectPass(passIndex) {
+    const row = this.stream?.model.pass(passIndex);
+    if (!row) return;
+    this.url.patch({ [K.PASS]: passIndex, [K.LEFT]: null, [K.RIGHT]: null });
+    this.showTab("diff");
+    const before = row.before ?? null;
+    if (before === null) return;
+    const right = row.after ?? (row.state === "running" ? null : before);
+    this.hub.emit(TOPIC.COMPARE, { left: before, right, passIndex,
+      title: `#${passIndex} ${row.name}${row.changed === false ? " (no change)" : ""}`,
+      captions: [`before ${row.name} (#${before})`, right === null ? "running…" : `after ${row.name} (#${right})`] });
+  }
+
+  /** After a reload: re-select the node / layer named by the URL once its snapshots show. */
+  restoreSelection() {
+    const p = this.pending;
+    if (p.layer) {
+      const name = p.layer;
+      p.layer = null;
+      this.hub.emit(TOPIC.LAYER_SELECTED, { name });
+      return;
+    }
+    if (p.node === null || p.node === undefined) return;
+    const found = this.diff.findNode(p.node, this.url.get(K.SIDE) ?? "b");
+    p.node = null;
+    if (!found) return;
+    const { entry, side, snapshotId } = found;
+    this.hub.emit(TOPIC.EXPR_SELECTED, { nodeId: entry.node_id, spans: entry.spans ?? [], kind: entry.kind,
+      op: entry.op ?? null, side, snapshotId, origin: "url" });
+  }
+
+  globalKey(event) {
+    const t = event.target;
+    if (t.closest?.("input, textarea, select, .cm-editor, [contenteditable=true]")) return;
+    if (event.key === "j" || event.key === "k") {
+      event.preventDefault();
+      this.timeline.stepSelection(event.key === "j" ? 1 : -1);
+    }
+  }
+}
+
+function statusText(model) {
+  if (model.status === "running") {
+    const running = model.rows().filter((r) => r.state === "running" && !r.isContainer).at(-1);
+    return model.build === "running" ? "building…" : running ? `running ${running.name}…` : "running…";
+  }
+  const s = model.summary;
+  if (model.status === "failed") return `failed${model.failure?.pass ? ` in ${model.failure.pass}` : ""}`;
+  if (!s) return model.status;
+  return `${model.status} · ${s.num_passes ?? model.rows().length} passes, ${s.num_changed ?? "?"} changed`;
+}

@@ -1,0 +1,90 @@
+// Pipeline options (opt level, passes on/off, numerics check, build) and Run / Cancel.
+import { api } from "../api.js";
+import { h, replace } from "../dom.js";
+import { Pane } from "../pane.js";
+import { defaultRunOptions } from "../protocol.js";
+
+const STORAGE_KEY = "irx.runOptions";
+
+export class OptionsPane extends Pane {
+  render() {
+    const saved = loadSaved();
+    this.optLevel = h("select", { "aria-label": "Optimization level", "data-testid": "opt-level" },
+      [0, 1, 2, 3].map((n) => h("option", { value: String(n), selected: n === saved.opt_level }, `O${n}`)));
+    this.numerics = h("input", { type: "checkbox", checked: saved.check_numerics, "data-testid": "check-numerics" });
+    this.build = h("input", { type: "checkbox", checked: saved.build, "data-testid": "build" });
+    this.passList = h("div.pass-toggles", { "data-testid": "pass-toggles" });
+    this.disabled = new Set(saved.disabled_pass);
+    this.runButton = h("button.btn.primary", { type: "button", "data-testid": "run-button",
+      on: { click: () => this.ctx.startRun(this.options()) } }, "▶ Run");
+    this.cancelButton = h("button.btn", { type: "button", hidden: true, "data-testid": "cancel-button",
+      on: { click: () => this.ctx.cancelRun() } }, "Cancel");
+    this.details = h("details.options-more", {},
+      h("summary", {}, "Passes"), this.passList);
+    return h("div.options-bar", { "data-testid": "pipeline-options" },
+      h("label.inline", {}, "Opt level ", this.optLevel),
+      h("label.inline", { title: "Run the interpreter after every pass and compare outputs" }, this.numerics, " numerics check"),
+      h("label.inline", { title: "Build after the pipeline: fused kernels and their schedules" }, this.build, " build"),
+      this.details,
+      this.runButton, this.cancelButton);
+  }
+
+  afterMount() {
+    this.loadPasses();
+  }
+
+  /** Pass names for the on/off list: the registry if the server lists it, else the last run's. */
+  async loadPasses(fallbackNames = []) {
+    let names = fallbackNames;
+    try {
+      const body = await api.passes();
+      names = (body.passes ?? []).map((p) => (typeof p === "string" ? p : p.name));
+    } catch {
+      // the registry listing is optional; fall back to the passes seen in a run
+    }
+    this.setPassNames(names);
+  }
+
+  setPassNames(names) {
+    const unique = [...new Set(names)].filter(Boolean);
+    if (!unique.length && this.passList.childElementCount) return;
+    if (!unique.length) {
+      replace(this.passList, h("p.hint", {}, "Run once to list the passes of the pipeline."));
+      return;
+    }
+    replace(this.passList, unique.map((name) => h("label.inline.pass-toggle", {},
+      h("input", { type: "checkbox", checked: !this.disabled.has(name), dataset: { pass: name },
+        on: { change: (e) => this.toggle(name, e.target.checked) } }), ` ${name}`)));
+  }
+
+  toggle(name, enabled) {
+    if (enabled) this.disabled.delete(name);
+    else this.disabled.add(name);
+  }
+
+  options() {
+    const opts = {
+      ...defaultRunOptions(),
+      opt_level: Number(this.optLevel.value),
+      check_numerics: this.numerics.checked,
+      build: this.build.checked,
+      disabled_pass: [...this.disabled],
+    };
+    localStorage.setItem(STORAGE_KEY, JSON.stringify(opts));
+    return opts;
+  }
+
+  setRunning(running) {
+    this.runButton.disabled = running;
+    this.runButton.textContent = running ? "Running…" : "▶ Run";
+    this.cancelButton.hidden = !running;
+  }
+}
+
+function loadSaved() {
+  try {
+    return { ...defaultRunOptions(), ...JSON.parse(localStorage.getItem(STORAGE_KEY) ?? "{}") };
+  } catch {
+    return defaultRunOptions();
+  }
+}

@@ -1,0 +1,70 @@
+// Provenance of the selected expression: node, spans (frontend layers), backtrace.
+import { api } from "../api.js";
+import { errorBox, h, replace } from "../dom.js";
+import { TOPIC } from "../hub.js";
+import { Pane } from "../pane.js";
+import { ACTION } from "../protocol.js";
+
+export class ProvenancePane extends Pane {
+  render() {
+    this.body = h("div.pane-body.provenance-body", { "data-testid": "provenance" });
+    this.showEmpty();
+    return h("div.pane.provenance-pane", {},
+      h("div.pane-header", {}, h("span.pane-title", {}, "Provenance")),
+      this.body);
+  }
+
+  afterMount() {
+    this.seq = 0;
+    this.listen(TOPIC.EXPR_SELECTED, (sel) => (sel ? this.show(sel) : this.showEmpty()));
+  }
+
+  showEmpty() {
+    replace(this.body, h("p.hint", {},
+      "Click an expression (or put the cursor on it and press Enter) to see where it came from."));
+  }
+
+  async show(sel) {
+    const seq = ++this.seq;
+    this.layersEl = h("ul.chip-list", { "data-testid": "expr-layers" },
+      sel.spans.length ? sel.spans.map((name) => h("li", {}, this.layerButton(name)))
+        : h("li.hint", {}, "no span: this expression names no frontend layer"));
+    this.traceEl = h("ol.backtrace", { "data-testid": "backtrace" }, h("li.hint", {}, "loading backtrace…"));
+    replace(this.body,
+      h("dl.kv", {},
+        h("dt", {}, "node"), h("dd", { "data-testid": "expr-node" }, `%node ${sel.nodeId}`),
+        h("dt", {}, "kind"), h("dd", {}, sel.kind ?? ""),
+        sel.op ? [h("dt", {}, "op"), h("dd", {}, sel.op)] : null),
+      h("h4", {}, "Frontend layers"), this.layersEl,
+      h("h4", {}, "Backtrace"), this.traceEl);
+    const runId = this.ctx.runId();
+    if (!runId) return replace(this.traceEl, h("li.hint", {}, "no run"));
+    try {
+      const trace = await api.backtrace(runId, sel.nodeId);
+      if (seq === this.seq) this.renderTrace(trace);
+    } catch (err) {
+      if (seq === this.seq) replace(this.traceEl, h("li", {}, errorBox("Backtrace unavailable:", err.message)));
+    }
+  }
+
+  layerButton(name) {
+    return h("button.chip.layer-link", { type: "button", title: "Highlight every expression of this layer",
+      on: { click: () => this.hub.emit(TOPIC.LAYER_SELECTED, { name }) } }, name);
+  }
+
+  renderTrace(trace) {
+    const steps = (trace.steps ?? []).filter((s) => s.action !== ACTION.KEPT);
+    const kept = (trace.steps ?? []).length - steps.length;
+    replace(this.traceEl,
+      steps.length ? steps.map((s) => h("li", { dataset: { action: s.action } },
+        h(`span.action.${s.action}`, {}, s.action),
+        h("button.link", { type: "button", title: "Select this pass",
+          on: { click: () => this.hub.emit(TOPIC.PASS_SELECTED, { passIndex: s.pass_index }) } },
+        `#${s.pass_index} ${s.pass_name}`)))
+        : h("li.hint", {}, "present in the imported module, untouched since"),
+      kept ? h("li.hint", {}, `kept unchanged by ${kept} other passes`) : null);
+    if ((trace.layers ?? []).length && !this.layersEl.querySelector("button")) {
+      replace(this.layersEl, trace.layers.map((name) => h("li", {}, this.layerButton(name))));
+    }
+  }
+}

@@ -1,0 +1,185 @@
+// Pass timeline: every pass as it arrives, nested under its Sequential, with a time bar,
+// a changed marker, span coverage and numerics status; filters; j/k and arrow keys.
+import { formatMs, formatPercent, h, replace } from "../dom.js";
+import { TOPIC } from "../hub.js";
+import { Pane } from "../pane.js";
+
+export class TimelinePane extends Pane {
+  render() {
+    this.hideUnchanged = h("input", { type: "checkbox", "data-testid": "hide-unchanged",
+      on: { change: () => this.refresh() } });
+    this.search = h("input.search", { type: "search", placeholder: "Filter passes…",
+      "aria-label": "Filter passes by name", "data-testid": "pass-search", on: { input: () => this.refresh() } });
+    this.progressBar = h("div.progress-fill");
+    this.progressText = h("span.progress-text", { "data-testid": "run-progress" }, "");
+    this.list = h("ol.pass-list", { role: "listbox", tabIndex: 0, "aria-label": "Passes",
+      "data-testid": "pass-list", on: { keydown: (e) => this.onKey(e) } });
+    this.failure = h("div.timeline-failure");
+    return h("div.pane.timeline-pane", { "data-testid": "timeline" },
+      h("div.pane-header", {}, h("span.pane-title", {}, "Passes"), h("span.spacer"), this.progressText),
+      h("div.progress", {}, this.progressBar),
+      h("div.pane-toolbar", {}, this.search,
+        h("label.inline", { title: "Hide passes that did not change the IR" }, this.hideUnchanged, " hide unchanged")),
+      this.failure,
+      this.list,
+      h("div.pane-footer.legend", {},
+        h("span.marker.changed"), " changed  ", h("span.marker.unchanged"), " unchanged  ",
+        h("span.num-ok", {}, "✓"), " numerics ok  ", h("span.num-bad", {}, "✗"), " drift"));
+  }
+
+  afterMount() {
+    this.model = null;
+    this.selected = null;
+    this.rowEls = new Map();
+    this.listen(TOPIC.RUN_RESET, () => this.reset());
+    this.listen(TOPIC.RUN_CHANGED, (model) => { this.model = model; this.refresh(); });
+    this.listen(TOPIC.PASS_SELECTED, ({ passIndex }) => this.markSelected(passIndex));
+  }
+
+  reset() {
+    this.model = null;
+    this.rowEls.clear();
+    replace(this.list);
+    this.selected = null;
+    this.refresh();
+  }
+
+  /** Re-render rows from the model (rows are kept and updated in place). */
+  refresh() {
+    const model = this.model;
+    this.renderProgress(model);
+    this.renderFailure(model);
+    if (!model) return;
+    const rows = model.rows();
+    const maxMs = Math.max(1e-6, ...rows.filter((r) => !r.isContainer).map((r) => r.elapsed_ms ?? 0));
+    const query = this.search.value.trim().toLowerCase();
+    const hide = this.hideUnchanged.checked;
+    let prev = null;
+    for (const row of rows) {
+      let el = this.rowEls.get(row.pass_index);
+      if (!el) {
+        el = h("li.pass-row", { role: "option", dataset: { passIndex: String(row.pass_index) },
+          on: { click: (e) => this.choose(row.pass_index, e) } });
+        this.rowEls.set(row.pass_index, el);
+      }
+      fillRow(el, row, maxMs);
+      el.hidden = (hide && row.changed === false) || (query && !row.name.toLowerCase().includes(query));
+      el.setAttribute("aria-selected", String(row.pass_index === this.selected));
+      if (el.previousSibling !== prev || el.parentNode !== this.list) {
+        if (prev) prev.after(el); else this.list.prepend(el);
+      }
+      prev = el;
+    }
+  }
+
+  renderProgress(model) {
+    if (!model) {
+      this.progressText.textContent = "";
+      this.progressBar.style.width = "0";
+      return;
+    }
+    const done = model.doneCount();
+    const planned = model.planned;
+    const fraction = model.finished ? 1 : planned ? Math.min(1, done / planned) : null;
+    this.progressBar.style.width = fraction === null ? "30%" : `${(fraction * 100).toFixed(1)}%`;
+    this.progressBar.classList.toggle("indeterminate", fraction === null);
+    this.root.dataset.status = model.status;
+    const count = planned ? `${done}/${planned}` : `${done}`;
+    this.progressText.textContent = model.finished ? `${model.status} · ${done} passes` : `running · ${count}`;
+  }
+
+  renderFailure(model) {
+    const f = model?.failure;
+    if (!f) {
+      replace(this.failure);
+      return;
+    }
+    replace(this.failure, h("div.error-box", { role: "alert", "data-testid": "run-error" },
+      h("strong", {}, f.pass ? `Pass ${f.pass} failed: ` : "Run failed: "), h("span", {}, f.message ?? "")));
+  }
+
+  choose(passIndex, event) {
+    if (event?.shiftKey && this.selected !== null) {
+      this.compareRange(this.selected, passIndex);
+      return;
+    }
+    this.hub.emit(TOPIC.PASS_SELECTED, { passIndex });
+  }
+
+  /** Shift-click: compare before the first of two passes with after the second. */
+  compareRange(from, to) {
+    const [first, last] = from < to ? [from, to] : [to, from];
+    const a = this.model.pass(first);
+    const b = this.model.pass(last);
+    if (!a || !b || b.after === null || b.after === undefined) return;
+    this.hub.emit(TOPIC.COMPARE, { left: a.before, right: b.after, passIndex: null,
+      title: `before #${first} ${a.name} → after #${last} ${b.name}`,
+      captions: [`before ${a.name}`, `after ${b.name}`] });
+  }
+
+  markSelected(passIndex) {
+    this.selected = passIndex;
+    for (const [index, el] of this.rowEls) el.setAttribute("aria-selected", String(index === passIndex));
+    const el = this.rowEls.get(passIndex);
+    el?.scrollIntoView({ block: "nearest" });
+  }
+
+  visibleIndexes() {
+    return [...this.list.children].filter((el) => !el.hidden).map((el) => Number(el.dataset.passIndex));
+  }
+
+  /** Select the next (+1) or previous (-1) visible pass. */
+  stepSelection(direction) {
+    const visible = this.visibleIndexes();
+    if (!visible.length) return;
+    const at = visible.indexOf(this.selected);
+    const next = at < 0 ? (direction > 0 ? 0 : visible.length - 1)
+      : Math.max(0, Math.min(visible.length - 1, at + direction));
+    this.hub.emit(TOPIC.PASS_SELECTED, { passIndex: visible[next] });
+  }
+
+  onKey(event) {
+    const moves = { ArrowDown: 1, j: 1, ArrowUp: -1, k: -1 };
+    if (event.key in moves) {
+      event.preventDefault();
+      this.stepSelection(moves[event.key]);
+    }
+  }
+}
+
+function fillRow(el, row, maxMs) {
+  const ms = row.elapsed_ms;
+  const width = ms === undefined || ms === null ? 0 : Math.min(100, (ms / maxMs) * 100);
+  const marker = row.state === "failed" ? "failed" : row.state === "running" ? "running"
+    : row.changed ? "changed" : "unchanged";
+  el.dataset.state = row.state;
+  el.dataset.changed = String(Boolean(row.changed));
+  el.classList.toggle("container", Boolean(row.isContainer));
+  el.style.setProperty("--depth", String(row.depth ?? 0));
+  el.title = rowTitle(row);
+  replace(el,
+    h(`span.marker.${marker}`, { "aria-label": marker }),
+    h("span.pass-name", {}, row.name ?? `pass ${row.pass_index}`),
+    h("span.pass-bar", {}, h("span.pass-bar-fill", { style: { width: `${width}%` } })),
+    h("span.pass-ms", {}, formatMs(ms)),
+    h("span.pass-cov", { title: "span coverage" }, formatPercent(row.span_coverage)),
+    numericsCell(row));
+}
+
+function numericsCell(row) {
+  const n = row.numerics;
+  if (!n) return h("span.pass-num", {}, "");
+  return n.ok
+    ? h("span.pass-num.num-ok", { title: `max |err| ${n.max_abs_err}` }, "✓")
+    : h("span.pass-num.num-bad", { title: `max |err| ${n.max_abs_err}` }, "✗");
+}
+
+function rowTitle(row) {
+  const parts = [`#${row.pass_index} ${row.name}`];
+  if (row.opt_level !== undefined) parts.push(`opt_level ${row.opt_level}`);
+  if (row.elapsed_ms !== undefined) parts.push(formatMs(row.elapsed_ms));
+  if (row.span_coverage !== undefined) parts.push(`span coverage ${formatPercent(row.span_coverage)}`);
+  for (const [k, v] of Object.entries(row.stats ?? {})) parts.push(`${k}=${v}`);
+  if (row.message) parts.push(row.message);
+  return parts.join("\n");
+}
