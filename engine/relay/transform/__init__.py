@@ -12,3 +12,4 @@ from engine.relay.transform.pass_infra import PrintIR as PrintIR
 from engine.relay.transform.pass_infra import Sequential as Sequential
 from engine.relay.transform.pass_infra import function_pass as function_pass
 from engine.relay.transform.pass_infra import module_pass as module_pass
+from engine.relay.transform.infer_type import InferType as InferType
