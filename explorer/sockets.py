@@ -50,7 +50,7 @@ class ExplorerNamespace(Namespace):
         sid = request.sid  # type: ignore[attr-defined]
 
         def send(event: RunEvent) -> None:
-            self.emit(RUN_EVENT, event, to=sid)
+            self.emit(RUN_EVENT, event, room=sid)
 
         def join() -> None:
             join_room(run_room(run_id), sid=sid, namespace=NAMESPACE)

@@ -53,9 +53,8 @@ def _bound_node(snapshot: dict, name: str) -> int:
         found = pattern.match(line)
         if not found:
             continue
-        col = found.end()
         here = [e for e in snapshot["source_map"]
-                if e["start"][0] == number and e["start"][1] >= col and not e.get("ref")]
+                if e["start"][0] == number and e["kind"] != "var" and not e.get("ref")]
         if here:
             return int(min(here, key=lambda e: e["start"][1])["node_id"])
     raise bad_request("unknown_target", f"{name} is not bound in the final IR")

@@ -1,0 +1,125 @@
+"""Helpers of the explorer tests: a small Relay-text model with layer spans, test
+passes registered in the engine's pass registry (rebuilding, no-op, gated, failing,
+sleeping), and socket helpers that wait for run events."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from engine.ir.expr import Call, Expr
+from engine.relay.expr_functor import ExprMutator
+from engine.transform import module_pass, register_pass
+from explorer.protocol import NAMESPACE, RUN_EVENT
+
+MODEL_TEXT = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 4), float32]) {
+  %0 = add(%x, 1f /* fc1.bias */) /* fc1 */;
+  %1 = nn.relu(%0) /* relu1 */;
+  %2 = multiply(%1, 2f /* scale.factor */) /* scale */;
+  nn.relu(%2) /* relu2 */
+}
+"""
+
+GATE = threading.Event()
+
+
+class _Rebuild(ExprMutator):
+    """Rebuilds every call (same op, args and span; a fresh node id)."""
+
+    def visit_call(self, call: Call) -> Expr:
+        new = super().visit_call(call)
+        return new if new is not call else Call(call.op, call.args, call.attrs,
+                                                call.type_args, span=call.span)
+
+
+def _rebuild(mod: Any, ctx: Any) -> Any:
+    new = mod.shallow_copy()
+    for gv, fn in mod.items():
+        new[gv] = _Rebuild().visit(fn)
+    return new
+
+
+def _noop(mod: Any, ctx: Any) -> Any:
+    return mod
+
+
+def _gate(mod: Any, ctx: Any) -> Any:
+    if not GATE.wait(timeout=20):
+        raise TimeoutError("the test never opened the gate")
+    return _rebuild(mod, ctx)
+
+
+def _fail(mod: Any, ctx: Any) -> Any:
+    raise ValueError("deliberate failure in a test pass")
+
+
+def _sleep(mod: Any, ctx: Any) -> Any:
+    time.sleep(0.05)
+    return mod
+
+
+TEST_PASSES: dict[str, Callable[[Any, Any], Any]] = {
+    "ExplorerTestRebuild": _rebuild, "ExplorerTestNoop": _noop, "ExplorerTestGate": _gate,
+    "ExplorerTestFail": _fail, "ExplorerTestSleep": _sleep,
+}
+
+
+def _register() -> None:
+    for name, fn in TEST_PASSES.items():
+        def factory(fn: Callable[[Any, Any], Any] = fn, name: str = name) -> Any:
+            return module_pass(fn, opt_level=0, name=name)
+        register_pass(name, factory, override=True)
+
+
+_register()
+
+
+def upload(client: Any, text: str = MODEL_TEXT, name: str = "model.relay") -> dict[str, Any]:
+    import io
+
+    resp = client.post("/api/sessions", data={"file": (io.BytesIO(text.encode()), name)},
+                       content_type="multipart/form-data")
+    assert resp.status_code == 201, resp.get_json()
+    return resp.get_json()["session"]
+
+
+def run_events(sock: Any, run_id: str | None = None) -> list[dict[str, Any]]:
+    """The run_event payloads received so far (optionally of one run)."""
+    out = []
+    for msg in sock.get_received(NAMESPACE):
+        if msg["name"] == RUN_EVENT:
+            event = msg["args"][0]
+            if run_id is None or event["run_id"] == run_id:
+                out.append(event)
+    return out
+
+
+def collect_until(sock: Any, done: Callable[[list[dict[str, Any]]], bool],
+                  timeout: float = 20.0) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        events.extend(run_events(sock))
+        if done(events):
+            return events
+        time.sleep(0.01)
+    raise AssertionError(f"timed out; received: {[e['type'] for e in events]}")
+
+
+def terminal(events: list[dict[str, Any]]) -> bool:
+    return any(e["type"] in ("run_finished", "run_failed", "run_cancelled") for e in events)
+
+
+def start(sock: Any, session_id: str, **options: Any) -> str:
+    ack = sock.emit("start_run", {"session_id": session_id, "options": options},
+                    namespace=NAMESPACE, callback=True)
+    assert "run_id" in ack, ack
+    return ack["run_id"]
+
+
+def subscribe(sock: Any, run_id: str, since: int = 0) -> dict[str, Any]:
+    return sock.emit("subscribe", {"run_id": run_id, "since": since}, namespace=NAMESPACE,
+                     callback=True)
