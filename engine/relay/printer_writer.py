@@ -34,7 +34,8 @@ def span_names(node: Expr) -> tuple[str, ...]:
 class Writer:
     """Accumulates lines; `begin`/`end` bracket a printed expression, `ref` a use of one."""
 
-    __slots__ = ("lines", "parts", "col", "depth", "entries", "origins", "_starts", "_open")
+    __slots__ = ("lines", "parts", "col", "depth", "entries", "origins", "_starts", "_open",
+                 "_closed")
 
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -45,6 +46,7 @@ class Writer:
         self.origins: list[tuple[int, ...]] = []
         self._starts: list[int] = []
         self._open: list[int] = []
+        self._closed = 0
 
     def _start_line(self) -> None:
         pad = INDENT * self.depth
@@ -64,8 +66,11 @@ class Writer:
         if self._starts:
             self.origins.append(tuple(self._starts))
             self._starts = []
+        elif self._closed:
+            self.origins.append((self._closed,))
         else:
             self.origins.append((self._open[-1],) if self._open else ())
+        self._closed = 0
 
     def begin(self, node: Expr) -> tuple[int, int]:
         if not self.parts:
@@ -76,6 +81,7 @@ class Writer:
 
     def end(self, node: Expr, start: tuple[int, int]) -> None:
         self._open.pop()
+        self._closed = node.node_id
         self.entries.append((node.node_id, node.kind, start[0], start[1], len(self.lines),
                              self.col, span_names(node), op_name(node), False))
 
