@@ -1,0 +1,128 @@
+"""The TFLite importer: scan for unsupported ops, convert op by op with span filling (spans are
+the TFLite output tensor names), build `main`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine import relay
+from engine.ir.errors import UnsupportedOperatorError
+from engine.ir.expr import Expr, Function, Tuple, Var
+from engine.ir.module import IRModule
+from engine.ir.span import merge_spans
+from engine.relay.frontend import result as res
+from engine.relay.frontend.common import (
+    ConversionError,
+    InvalidGraphError,
+    LayerNamer,
+    check_elements,
+    fill_span_enabled,
+    set_parameter_span,
+    set_span,
+)
+from engine.relay.frontend.tflite.model import OpRecord, TFLiteGraph
+from engine.relay.frontend.tflite.ops import CONVERTERS, OpContext
+
+_CONVERTER_ERRORS = (TypeError, ValueError, IndexError, KeyError, AttributeError)
+
+
+class TFLiteImporter:
+    def __init__(self, graph: TFLiteGraph, shape_dict: Mapping[str, Sequence[int]] | None,
+                 dtype_dict: Mapping[str, str] | str | None) -> None:
+        self.graph = graph
+        self.shape_dict = dict(shape_dict or {})
+        self.dtype_dict = dtype_dict
+        self.fill_spans = fill_span_enabled()
+        self.exprs: dict[int, Expr] = {}
+        self.inputs: dict[int, Var] = {}
+        self.layers: list[dict[str, Any]] = []
+
+    def run(self) -> tuple[IRModule, dict[str, Any], list[str]]:
+        self._check_supported()
+        self._make_inputs()
+        namer = LayerNamer(t.name for t in self.graph.tensors)
+        for op in self.graph.ops:
+            self._convert(op, self._layer_name(op, namer))
+        return self._finish(), self._graph(), []
+
+    def _check_supported(self) -> None:
+        missing = Counter(op.op_type for op in self.graph.ops if op.op_type not in CONVERTERS)
+        if missing:
+            raise UnsupportedOperatorError("tflite", dict(missing))
+
+    def _dtype(self, name: str, default: str) -> str:
+        if isinstance(self.dtype_dict, str):
+            return self.dtype_dict
+        return str((self.dtype_dict or {}).get(name, default))
+
+    def _make_inputs(self) -> None:
+        for index in self.graph.inputs:
+            tensor = self.graph.tensors[index]
+            shape = list(self.shape_dict.get(tensor.name, tensor.shape))
+            check_elements(shape, f"input {tensor.name!r}")
+            var = relay.var(tensor.name, shape=shape, dtype=self._dtype(tensor.name, tensor.dtype))
+            self.inputs[index] = var
+            self.exprs[index] = var
+
+    def _layer_name(self, op: OpRecord, namer: LayerNamer) -> str:
+        names = [self.graph.tensors[i].name for i in op.outputs if i >= 0]
+        return namer.name(", ".join(n for n in names if n), op.op_type)
+
+    def _operand(self, index: int, layer: str) -> Expr | None:
+        if index < 0:
+            return None
+        expr = self.exprs.get(index)
+        tensor = self.graph.tensors[index]
+        if expr is None:
+            if tensor.data is None:
+                raise InvalidGraphError(
+                    f"layer {layer!r} consumes tensor {tensor.name!r}, which no operator, input "
+                    "or buffer defines")
+            expr = relay.const(tensor.data)
+        if self.fill_spans and not expr.span:
+            expr = set_parameter_span(expr, layer, tensor.name)
+            if index in self.inputs:
+                self.inputs[index] = expr  # type: ignore[assignment]
+        self.exprs[index] = expr
+        return expr
+
+    def _convert(self, op: OpRecord, layer: str) -> None:
+        inputs = [self._operand(i, layer) for i in op.inputs]
+        self.layers.append(res.layer_entry(
+            layer, op.op_type, [self.graph.tensors[i].name for i in op.inputs if i >= 0],
+            [self.graph.tensors[i].name for i in op.outputs],
+            {k: v for k, v in op.options.items() if not k.endswith("AsNumpy")}))
+        ctx = OpContext(layer, op, inputs, self)
+        try:
+            out = CONVERTERS[op.op_type](ctx)
+        except ConversionError:
+            raise
+        except _CONVERTER_ERRORS as err:
+            raise ctx.fail(f"{type(err).__name__}: {err}") from err
+        outputs = [out] if isinstance(out, Expr) else list(out)
+        outputs = set_span(outputs, layer)
+        for index, expr in zip(op.outputs, outputs):
+            self.exprs[index] = expr
+
+    def _finish(self) -> IRModule:
+        outs = []
+        for index in self.graph.outputs:
+            if index not in self.exprs:
+                name = self.graph.tensors[index].name
+                raise InvalidGraphError(f"no operator produces the model output {name!r}")
+            outs.append(self.exprs[index])
+        body: Expr = outs[0] if len(outs) == 1 else Tuple(
+            tuple(outs), span=merge_spans(o.span for o in outs))
+        main = Function(tuple(self.inputs.values()), body,
+                        span=merge_spans(o.span for o in outs))
+        return IRModule.from_expr(main)
+
+    def _graph(self) -> dict[str, Any]:
+        def entry(index: int) -> dict[str, Any]:
+            tensor = self.graph.tensors[index]
+            return res.tensor_entry(tensor.name, tensor.shape, tensor.dtype)
+
+        return res.frontend_graph(self.layers, [entry(i) for i in self.graph.inputs],
+                                  [entry(i) for i in self.graph.outputs])
