@@ -9,6 +9,7 @@ passes register themselves when `engine.relay.transform` is imported, which
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import threading
 from collections.abc import Callable
@@ -46,13 +47,16 @@ def register_pass(name: Any = None, factory: Any = None, *, override: bool = Fal
     re-import) or `override=True`.
     """
     if isinstance(name, Pass) and factory is None:
-        instance = name
-        return _add(instance.info.name, lambda: instance, override)
+        return _add(name.info.name, functools.partial(_same_instance, name), override)
     if callable(name) and factory is None:
         return _add(name.__name__, name, override)
     if factory is not None:
         return _add(_check_name(name), factory, override)
     return lambda fn: _add(_check_name(name) if name is not None else fn.__name__, fn, override)
+
+
+def _same_instance(instance: Pass) -> Pass:
+    return instance
 
 
 def _check_name(name: Any) -> str:
@@ -61,9 +65,15 @@ def _check_name(name: Any) -> str:
     return name
 
 
+def _origin(factory: Callable[..., Any]) -> tuple[Any, ...]:
+    code = getattr(factory, "__code__", None)
+    return (getattr(factory, "__module__", None), getattr(factory, "__qualname__", None),
+            getattr(code, "co_filename", None), getattr(code, "co_firstlineno", None))
+
+
 def _same_factory(a: Callable[..., Any], b: Callable[..., Any]) -> bool:
-    key = ("__module__", "__qualname__")
-    return a is b or all(getattr(a, k, None) == getattr(b, k, object()) for k in key)
+    """The same object, or the same definition loaded again (a module re-import)."""
+    return a is b or (_origin(a) == _origin(b) and _origin(a)[1] is not None)
 
 
 def _add(name: str, factory: PassFactory, override: bool) -> PassFactory:

@@ -1,7 +1,8 @@
 """Relay passes (TVM's `relay.transform`): one module per pass, imported here.
 
-Keep this a plain list of imports, one line per pass module.
+Keep this a plain list of imports, one line per pass module (append in any order).
 """
+# ruff: noqa: I001
 
 from engine.relay.transform.pass_infra import FunctionPass as FunctionPass
 from engine.relay.transform.pass_infra import ModulePass as ModulePass
