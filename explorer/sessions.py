@@ -81,8 +81,9 @@ def _check_elements(name: str, dims: list[int]) -> None:
                        {"input": name, "shape": dims})
 
 
-def import_error(exc: Exception, filename: str) -> ApiError:
-    """The ApiError for an exception raised while importing `filename`."""
+def import_error(exc: Exception, filename: str, server_path: Path | None = None) -> ApiError:
+    """The ApiError for an exception raised while importing `filename` (the client's
+    name; the server-side path never appears in the message)."""
     for cls in type(exc).__mro__:
         found = IMPORT_ERRORS.get(cls.__name__)
         if found is not None:
@@ -90,17 +91,19 @@ def import_error(exc: Exception, filename: str) -> ApiError:
             detail: dict[str, Any] = {"exception": type(exc).__name__}
             if hasattr(exc, "ops"):
                 detail["operators"] = dict(exc.ops)
-            return ApiError(status, code, f"{filename}: {_scrub(str(exc))}", detail)
+            message = _scrub(str(exc), server_path, filename)
+            return ApiError(status, code, f"{filename}: {message}", detail)
     return ApiError(422, "import_failed",
                     f"{filename}: the model could not be imported ({type(exc).__name__})",
                     {"exception": type(exc).__name__})
 
 
-def _scrub(message: str) -> str:
-    """Drop server-side paths from a message (first line kept short)."""
-    words = [("<file>" if "/" in w and Path(w.strip("'\":,")).is_absolute() else w)
-             for w in message.split(" ")]
-    return " ".join(words)[:2000]
+def _scrub(message: str, server_path: Path | None, filename: str) -> str:
+    """Replace the server-side file path (and its folder) by the client's file name."""
+    if server_path is not None:
+        message = message.replace(str(server_path), filename)
+        message = message.replace(str(server_path.parent), "<data>")
+    return message[:4000]
 
 
 def _tensor(name: str, ty: Any) -> TensorInfo:
@@ -158,7 +161,7 @@ class SessionService:
         except (ImportError, MemoryError, RecursionError):
             raise
         except Exception as exc:  # mapped by class at the boundary; see IMPORT_ERRORS
-            raise import_error(exc, display) from exc
+            raise import_error(exc, display, path) from exc
         for p in engine_bridge.main_function(imported.mod).params:
             ty = p.type_annotation
             if isinstance(ty, TensorType) and ty.is_static:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.ir.expr import Call, Expr
+from engine.ir.expr import Call, Constant, Expr
 from engine.relay.expr_functor import ExprMutator
 from engine.transform import module_pass, register_pass
 from explorer.protocol import NAMESPACE, RUN_EVENT
@@ -123,3 +123,24 @@ def start(sock: Any, session_id: str, **options: Any) -> str:
 def subscribe(sock: Any, run_id: str, since: int = 0) -> dict[str, Any]:
     return sock.emit("subscribe", {"run_id": run_id, "since": since}, namespace=NAMESPACE,
                      callback=True)
+
+
+class _Perturb(ExprMutator):
+    """Changes the weights of the `down.conv` layer: numerics break there and downstream."""
+
+    def visit_constant(self, const: Any) -> Any:
+        if any(n.startswith("down.conv.") for n in const.span.source_names()):
+            return Constant(const.data.numpy() * -4.0 + 0.5, span=const.span)
+        return const
+
+
+def _perturb(mod: Any, ctx: Any) -> Any:
+    new = mod.shallow_copy()
+    for gv, fn in mod.items():
+        new[gv] = _Perturb().visit(fn)
+    return new
+
+
+register_pass("ExplorerTestPerturb",
+              lambda: module_pass(_perturb, opt_level=0, name="ExplorerTestPerturb"),
+              override=True)
