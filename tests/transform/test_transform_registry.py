@@ -17,6 +17,7 @@ from engine.transform import (
 
 @pytest.fixture(autouse=True)
 def _private_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    registry.list_passes()  # load the providers first: their passes stay registered
     monkeypatch.setattr(registry, "_FACTORIES", dict(registry._FACTORIES))
 
 
