@@ -189,7 +189,7 @@ class _Parser(_Stream):
         text, offset = self.expect_kind(lx.LOCAL, "a variable such as %x")
         name = _local_name(text)
         ann = None
-        if self.at(":"):
+        if self.texts[self.i] == ":" and self.kinds[self.i] == lx.PUNCT:  # not past a comment
             self.take()
             ann = self.type()
         var = Var(name, ann, span=self.trailer())

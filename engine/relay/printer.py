@@ -226,9 +226,9 @@ def astext(node: Expr | IRModule | Type, show_meta_data: bool = True,
 
 
 def _constant_json(const: Constant) -> str:
-    array = np.ascontiguousarray(const.data.numpy())
+    array = const.data.numpy()
     little = array.astype(array.dtype.newbyteorder("<"), copy=False)
-    data = base64.b64encode(little.tobytes()).decode("ascii")
+    data = base64.b64encode(little.tobytes(order="C")).decode("ascii")
     return json.dumps({"dtype": str(array.dtype), "shape": list(array.shape), "data": data})
 
 
