@@ -1,0 +1,129 @@
+"""The `explorer` command: run and trace in-process through main(argv), and the
+console script through a subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from explorer_helpers import MODEL_TEXT
+
+from explorer.cli import main
+
+
+@pytest.fixture()
+def model(tmp_path: Path) -> Path:
+    path = tmp_path / "model.relay"
+    path.write_text(MODEL_TEXT)
+    return path
+
+
+def test_run_prints_summary_ir_after_change_and_timing(model, capsys):
+    code = main(["run", str(model), "--passes", "ExplorerTestRebuild,ExplorerTestNoop",
+                 "--print-after-change", "--timing"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert ";; IR after ExplorerTestRebuild (changed)" in out
+    assert "ExplorerTestNoop (unchanged)" not in out
+    assert "finished: 2 passes, 1 changed the IR" in out
+    assert "  ExplorerTestNoop:" in out  # indented under the Sequential in the timing tree
+
+
+def test_run_print_after_all_and_failure_exit_code(model, capsys):
+    assert main(["run", str(model), "--passes", "ExplorerTestNoop", "--print-after-all"]) == 0
+    assert ";; IR after ExplorerTestNoop (unchanged)" in capsys.readouterr().out
+    assert main(["run", str(model), "--passes", "ExplorerTestFail"]) == 1
+    err = capsys.readouterr().err
+    assert "ExplorerTestFail" in err and "deliberate failure" in err
+
+
+def test_trace_a_layer_and_a_bound_name(model, capsys):
+    assert main(["trace", str(model), "relu1", "--passes", "ExplorerTestRebuild"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("layer 'relu1': 1 expressions in the final IR")
+    assert "nn.relu(%0)" in out
+    assert main(["trace", str(model), "%2", "--passes", "ExplorerTestRebuild"]) == 0
+    out = capsys.readouterr().out
+    assert "multiply(%1, 2f" in out.splitlines()[0]
+    assert "frontend layers: scale" in out
+    assert "ExplorerTestRebuild: created" in out
+
+
+def test_trace_unknown_target_and_bad_files(model, tmp_path, capsys):
+    assert main(["trace", str(model), "relu", "--passes", "ExplorerTestNoop"]) == 2
+    assert "did you mean" in capsys.readouterr().err
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    assert main(["run", str(bad)]) == 2
+    assert "bad.onnx" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "missing.relay")]) == 2
+
+
+def test_console_module_runs_in_a_subprocess(model):
+    proc = subprocess.run([sys.executable, "-m", "explorer.cli", "run", str(model),
+                           "--passes", "InferType"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "finished: 1 passes, 1 changed the IR" in proc.stdout
+
+
+def test_serve_rejects_bad_arguments(capsys):
+    with pytest.raises(SystemExit):
+        main(["serve", "--port", "notaport"])
+    assert "invalid int value" in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_demo_binds_loopback_and_answers(tmp_path):
+    port = _free_port()
+    with subprocess.Popen([sys.executable, "-m", "explorer.cli", "serve", "--demo",
+                           "--port", str(port), "--data", str(tmp_path / "data")],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
+        try:
+            _check_serving(proc, port, tmp_path)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def _check_serving(proc: subprocess.Popen, port: int, tmp_path: Path) -> None:
+    import json
+    import time
+    import urllib.request
+
+    line = proc.stdout.readline() if proc.stdout else ""
+    assert f"http://127.0.0.1:{port}/s/" in line
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/sessions") as resp:
+                sessions = json.load(resp)["sessions"]
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    assert [s["name"] for s in sessions] == ["demo_cnn.onnx"]
+    assert (tmp_path / "data" / "explorer.sqlite3").exists()
+
+
+def test_serve_on_all_interfaces_warns(tmp_path, monkeypatch, capsys):
+    from flask_socketio import SocketIO
+
+    calls = []
+    monkeypatch.setattr(SocketIO, "run", lambda self, app, **kw: calls.append(kw))
+    assert main(["serve", "--host", "0.0.0.0", "--data", str(tmp_path)]) == 0
+    assert calls[0]["host"] == "0.0.0.0"
+    assert "WARNING" in capsys.readouterr().err
+    assert main(["serve", "--data", str(tmp_path)]) == 0
+    assert calls[1]["host"] == "127.0.0.1"
+    assert "WARNING" not in capsys.readouterr().err
