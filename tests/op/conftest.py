@@ -1,0 +1,43 @@
+"""Fixtures for op tests: run one ONNX node in onnxruntime as the numeric reference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine.relay.interpreter import evaluate
+
+
+def _run_ort(op_type: str, inputs: dict[str, np.ndarray], attrs: dict[str, Any] | None = None,
+             n_out: int = 1, opset: int = 13) -> list[np.ndarray]:
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import helper, numpy_helper
+
+    names = list(inputs)
+    outs = [f"out{i}" for i in range(n_out)]
+    node = helper.make_node(op_type, names, outs, **(attrs or {}))
+    graph = helper.make_graph(
+        [node], "g", [],
+        [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in outs],
+        [numpy_helper.from_array(v, k) for k, v in inputs.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {})
+
+
+@pytest.fixture
+def ort_run() -> Callable[..., list[np.ndarray]]:
+    """`ort_run("Conv", {"x": x, "w": w}, {"strides": [2, 2]})` -> onnxruntime's outputs."""
+    return _run_ort
+
+
+@pytest.fixture
+def run_expr() -> Callable[..., Any]:
+    """Evaluate a relay expression over its free vars with numpy inputs by name."""
+    def run(expr: Any, **inputs: np.ndarray) -> Any:
+        return evaluate(expr, inputs)
+    return run
