@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from engine.instrument.base import PassInstrument
 from engine.ir.module import IRModule
-from engine.transform.module_diff import module_unchanged
+from engine.transform.module_diff import ModuleState, module_state, same_state
 
 Printer = Callable[[IRModule], str]
 
@@ -52,22 +52,23 @@ class PrintAfterAll(PassInstrument):
 
 
 class PrintAfterChange(PassInstrument):
-    """Print the module after a pass only if the pass changed it."""
+    """Print the module after a pass only if the pass changed it (other functions, or
+    types newly recorded on the same ones)."""
 
     def __init__(self, printer: Printer | None = None, file: TextIO | None = None) -> None:
         self.printer = printer or _default_text
         self.file = file
-        self._before: list[IRModule] = []
+        self._before: list[ModuleState] = []
 
     def enter_pass_ctx(self) -> None:
         self._before = []
 
     def run_before_pass(self, mod: IRModule, info: Any) -> None:
-        self._before.append(mod)
+        self._before.append(module_state(mod))
 
     def run_after_pass(self, mod: IRModule, info: Any) -> None:
         before = self._before.pop() if self._before else None
-        if before is not None and module_unchanged(before, mod):
+        if before is not None and same_state(before, module_state(mod)):
             return
         out = self.file or sys.stdout
         print(f"After Running Pass (changed): {info}", file=out)

@@ -121,7 +121,7 @@ class _SpanFiller(ExprMutator):
 
     def visit_let(self, let: Let) -> Expr:
         # Iterative over let chains (as ExprMutator's), with every let of the chain filled.
-        chain: list[tuple[Let, Expr, Expr]] = []
+        chain: list[tuple[Let, Var, Expr]] = []
         node: Expr = let
         while isinstance(node, Let) and node not in self.memo_map:
             chain.append((node, self.visit(node.var), self.visit(node.value)))

@@ -15,7 +15,13 @@ from engine.transform.config import ConfigOption, register_pass_config
 from engine.transform.context import PassContext, TraceFunc
 from engine.transform.decorators import make_pass_decorator, module_pass, wrap_pass_class
 from engine.transform.frames import PassFrame
-from engine.transform.module_diff import module_changed, module_unchanged
+from engine.transform.module_diff import (
+    ModuleState,
+    module_changed,
+    module_state,
+    module_unchanged,
+    same_state,
+)
 from engine.transform.pass_info import PassInfo
 from engine.transform.passes import ModuleMutatedError, ModulePass, Pass
 from engine.transform.print_ir import PrintIR
@@ -23,8 +29,8 @@ from engine.transform.registry import PassNotFoundError, get_pass, list_passes, 
 from engine.transform.sequential import Sequential
 
 __all__ = [
-    "ConfigOption", "ModuleMutatedError", "ModulePass", "Pass", "PassContext", "PassFrame",
+    "ConfigOption", "ModuleMutatedError", "ModuleState", "ModulePass", "Pass", "PassContext", "PassFrame",
     "PassInfo", "PassNotFoundError", "PrintIR", "Sequential", "TraceFunc", "get_pass",
     "list_passes", "make_pass_decorator", "module_changed", "module_pass", "module_unchanged",
-    "register_pass", "register_pass_config", "wrap_pass_class",
+    "module_state", "register_pass", "register_pass_config", "same_state", "wrap_pass_class",
 ]

@@ -41,7 +41,7 @@ def wrap_pass_class(pass_cls: type, info: PassInfo, base: type[Pass], method: st
             raise AttributeError(attr)
         return getattr(inst, attr)
 
-    functools.update_wrapper(__init__, pass_cls.__init__)
+    functools.update_wrapper(__init__, pass_cls.__init__)  # type: ignore[misc]
     return type(pass_cls.__name__, (base,), {
         "__init__": __init__,
         "__getattr__": __getattr__,
@@ -61,7 +61,7 @@ def make_pass_decorator(base: type[Pass], method: str, kind: str) -> Callable[..
         needed = pass_names(required, "required")
 
         def create(arg: Any) -> Any:
-            info = PassInfo(level, name or getattr(arg, "__name__", ""), needed, traceable)
+            info = PassInfo(level, name or str(getattr(arg, "__name__", "")), needed, traceable)
             if inspect.isclass(arg):
                 return wrap_pass_class(arg, info, base, method)
             if not callable(arg):

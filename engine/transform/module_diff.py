@@ -7,7 +7,10 @@ the same function objects (in the same order) with equal attributes.
 
 from __future__ import annotations
 
+from engine.ir.expr import Function, GlobalVar
 from engine.ir.module import IRModule
+
+ModuleState = tuple[tuple[GlobalVar, Function, bool], ...]
 
 
 def module_unchanged(before: IRModule, after: IRModule) -> bool:
@@ -24,3 +27,18 @@ def module_unchanged(before: IRModule, after: IRModule) -> bool:
 
 def module_changed(before: IRModule, after: IRModule) -> bool:
     return not module_unchanged(before, after)
+
+
+def module_state(mod: IRModule) -> ModuleState:
+    """What a module holds now: each function object and whether it is typed yet.
+
+    InferType records types on the nodes it is given, which changes the printed
+    text without changing identity; comparing states taken before and after a
+    pass catches that too. The state holds the functions, so their ids stay valid.
+    """
+    return tuple((gv, func, func.has_type) for gv, func in mod.items())
+
+
+def same_state(a: ModuleState, b: ModuleState) -> bool:
+    return len(a) == len(b) and all(
+        ga is gb and fa is fb and ta == tb for (ga, fa, ta), (gb, fb, tb) in zip(a, b))

@@ -18,7 +18,7 @@ from engine.instrument import (
     PrintAfterChange,
     PrintBeforeAll,
 )
-from engine.ir import IRModule, PassError
+from engine.ir import FuncType, IRModule, PassError, TensorType
 from engine.transform import PassContext, PrintIR, Sequential, module_pass
 
 LINE = re.compile(r"^(\t*)(\S+): (\d+)us \[(\d+)us\] \((\d+\.\d\d)%; (\d+\.\d\d)%\)( FAILED)?$")
@@ -98,6 +98,23 @@ def test_print_after_change_prints_only_changed(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     assert "Changes" in out and "Same" not in out
     assert out.count("<module>") == 1
+
+
+def test_print_after_change_sees_types_recorded_in_place(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    @module_pass(opt_level=0, name="TypeInPlace")
+    def type_in_place(mod: IRModule, ctx: PassContext) -> IRModule:
+        main = mod["main"]
+        if not main.has_type:
+            main.set_checked_type(FuncType([], TensorType((3, 4), "float32")))
+        return mod
+
+    mod = make_module()
+    with PassContext(instruments=[PrintAfterChange(printer=lambda m: "<module>")]):
+        assert type_in_place(mod) is mod
+        type_in_place(mod)  # already typed: unchanged
+    out = capsys.readouterr().out
+    assert out.count("TypeInPlace") == 1
 
 
 def test_print_after_change_nested_compares_each_pass_with_its_own_input() -> None:
