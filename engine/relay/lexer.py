@@ -8,11 +8,19 @@ A `#[metadata]` line ends the program: the rest of the text is its JSON.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+
+from engine.ir.errors import ParseError
+from engine.ir.expr import Constant
 from engine.ir.span import SequentialSpan, SourceName, Span, SpanLike
+from engine.relay.printer_format import SUFFIX_DTYPE
 
 TEMP = "TEMP"          # %0
 LOCAL = "LOCAL"        # %x
@@ -133,3 +141,124 @@ def _span_from(match: re.Match[str]) -> Span:
         name = decode_string(match.group("quoted"))
     nums = [int(match.group(k) or 0) for k in ("line", "col", "eline", "ecol")]
     return Span(SourceName(name), *nums)
+
+
+# --- token cursor ---------------------------------------------------------------------
+
+
+class TokenStream:
+    """Token cursor with positions rendered as ParseErrors."""
+
+    def __init__(self, text: str, source_name: str, tokens: Tokens) -> None:
+        self.text = text
+        self.source_name = source_name
+        self.kinds = tokens.kinds
+        self.texts = tokens.texts
+        self.offsets = tokens.offsets
+        self.tokens = tokens
+        self.i = 0
+
+    def error(self, message: str, offset: int | None = None) -> ParseError:
+        if offset is None:
+            offset = self.offsets[self.i]
+        line = self.text.count("\n", 0, offset) + 1
+        column = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        return ParseError(message, source=self.text, line=line, column=column,
+                          source_name=self.source_name)
+
+    def skip_comments(self) -> None:
+        while self.kinds[self.i] == COMMENT:
+            self.i += 1
+
+    def peek(self, ahead: int = 0) -> tuple[str, str]:
+        self.skip_comments()
+        j = self.i
+        for _ in range(ahead):
+            j += 1
+            while self.kinds[j] == COMMENT:
+                j += 1
+            if self.kinds[j] == EOF:
+                break
+        return self.kinds[j], self.texts[j]
+
+    def at(self, text: str) -> bool:
+        self.skip_comments()
+        return self.texts[self.i] == text and self.kinds[self.i] in (PUNCT, IDENT)
+
+    def take(self) -> tuple[str, str, int]:
+        self.skip_comments()
+        i = self.i
+        if self.kinds[i] != EOF:
+            self.i += 1
+        return self.kinds[i], self.texts[i], self.offsets[i]
+
+    def expect(self, text: str) -> int:
+        kind, got, offset = self.take()
+        if got != text or kind not in (PUNCT, IDENT):
+            shown = repr(got) if kind != EOF else "end of input"
+            raise self.error(f"expected {text!r}, got {shown}", offset)
+        return offset
+
+    def expect_kind(self, kind: str, what: str) -> tuple[str, int]:
+        got_kind, text, offset = self.take()
+        if got_kind != kind:
+            shown = repr(text) if got_kind != EOF else "end of input"
+            raise self.error(f"expected {what}, got {shown}", offset)
+        return text, offset
+
+
+# --- literals -----------------------------------------------------------------------------
+
+
+def split_number(text: str) -> tuple[str, str]:
+    """`-2.5e3f16` -> ("-2.5e3", "f16"); `inff` -> ("inf", "f")."""
+    body = text.rstrip("0123456789")
+    digits = text[len(body):]
+    if body and body[-1] in "fiu" and body.lstrip("-") not in ("", "in", "na"):
+        return body[:-1], body[-1] + digits
+    return text, ""
+
+
+def scalar(text: str) -> np.ndarray:
+    number, suffix = split_number(text)
+    if suffix:
+        dtype = SUFFIX_DTYPE.get(suffix)
+        if dtype is None:
+            raise ValueError(f"unknown literal suffix {suffix!r}")
+    elif any(c in number for c in ".eEn"):
+        dtype = "float32"
+    else:
+        dtype = "int32"
+    if dtype.startswith("float"):
+        return np.array(float(number), dtype=dtype)
+    if any(c in number for c in ".eEn"):
+        raise ValueError(f"{dtype} literal with a fraction")
+    return np.array(int(number), dtype=dtype)
+
+
+def attr_number(text: str) -> int | float:
+    number, suffix = split_number(text)
+    if suffix.startswith("f") or any(c in number for c in ".eEn"):
+        return float(number)
+    if suffix:
+        raise ValueError(f"attribute integers take no suffix: {text!r}")
+    return int(number)
+
+
+def as_array(value: Any) -> np.ndarray:
+    if isinstance(value, Constant):
+        return value.data.numpy()
+    if isinstance(value, Mapping):
+        dtype = np.dtype(value["dtype"]).newbyteorder("<")
+        raw = np.frombuffer(base64.b64decode(value["data"]), dtype=dtype)
+        return raw.reshape(value["shape"]).astype(dtype.newbyteorder("="))
+    return np.asarray(value)
+
+
+def local_name(text: str) -> str:
+    body = text[1:]
+    return decode_string(body) if body.startswith('"') else body
+
+
+def global_name(text: str) -> str:
+    return local_name(text)

@@ -12,7 +12,6 @@ Errors are `ParseError`s with the line, column and a caret.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from engine.ir.attrs import Attrs
-from engine.ir.errors import ParseError
 from engine.ir.expr import (
     Call,
     Constant,
@@ -38,75 +36,14 @@ from engine.ir.op import Op, OpNotFoundError
 from engine.ir.span import UNKNOWN_SPAN, SpanLike
 from engine.ir.type import AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type
 from engine.relay import lexer as lx
-from engine.relay.printer_format import SUFFIX_DTYPE
+from engine.runtime.ndarray import NDArray
 
 __all__ = ["fromtext", "parse", "parse_expr", "parse_type"]
 
 _KEYWORDS = {"fn", "if", "else", "let", "def", "meta", "True", "False", "None"}
 
 
-class _Stream:
-    """Token cursor with positions rendered as ParseErrors."""
-
-    def __init__(self, text: str, source_name: str, tokens: lx.Tokens) -> None:
-        self.text = text
-        self.source_name = source_name
-        self.kinds = tokens.kinds
-        self.texts = tokens.texts
-        self.offsets = tokens.offsets
-        self.tokens = tokens
-        self.i = 0
-
-    def error(self, message: str, offset: int | None = None) -> ParseError:
-        if offset is None:
-            offset = self.offsets[self.i]
-        line = self.text.count("\n", 0, offset) + 1
-        column = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
-        return ParseError(message, source=self.text, line=line, column=column,
-                          source_name=self.source_name)
-
-    def skip_comments(self) -> None:
-        while self.kinds[self.i] == lx.COMMENT:
-            self.i += 1
-
-    def peek(self, ahead: int = 0) -> tuple[str, str]:
-        self.skip_comments()
-        j = self.i
-        for _ in range(ahead):
-            j += 1
-            while self.kinds[j] == lx.COMMENT:
-                j += 1
-            if self.kinds[j] == lx.EOF:
-                break
-        return self.kinds[j], self.texts[j]
-
-    def at(self, text: str) -> bool:
-        self.skip_comments()
-        return self.texts[self.i] == text and self.kinds[self.i] in (lx.PUNCT, lx.IDENT)
-
-    def take(self) -> tuple[str, str, int]:
-        self.skip_comments()
-        i = self.i
-        if self.kinds[i] != lx.EOF:
-            self.i += 1
-        return self.kinds[i], self.texts[i], self.offsets[i]
-
-    def expect(self, text: str) -> int:
-        kind, got, offset = self.take()
-        if got != text or kind not in (lx.PUNCT, lx.IDENT):
-            shown = repr(got) if kind != lx.EOF else "end of input"
-            raise self.error(f"expected {text!r}, got {shown}", offset)
-        return offset
-
-    def expect_kind(self, kind: str, what: str) -> tuple[str, int]:
-        got_kind, text, offset = self.take()
-        if got_kind != kind:
-            shown = repr(text) if got_kind != lx.EOF else "end of input"
-            raise self.error(f"expected {what}, got {shown}", offset)
-        return text, offset
-
-
-class _Parser(_Stream):
+class _Parser(lx.TokenStream):
     def __init__(self, text: str, source_name: str, tokens: lx.Tokens,
                  meta: Mapping[str, Sequence[Any]], free_vars: bool) -> None:
         super().__init__(text, source_name, tokens)
@@ -148,7 +85,7 @@ class _Parser(_Stream):
         kinds, texts = self.kinds, self.texts
         for j in range(len(kinds) - 1):
             if texts[j] == "def" and kinds[j] == lx.IDENT and kinds[j + 1] == lx.GLOBAL:
-                name = _global_name(texts[j + 1])
+                name = lx.global_name(texts[j + 1])
                 if name in self.globals:
                     raise self.error(f"function @{name} is defined twice", self.offsets[j + 1])
                 self.globals[name] = GlobalVar(name)
@@ -156,7 +93,7 @@ class _Parser(_Stream):
     def definition(self) -> tuple[GlobalVar, Function]:
         self.expect("def")
         text, _ = self.expect_kind(lx.GLOBAL, "a global function name such as @main")
-        gv = self.globals[_global_name(text)]
+        gv = self.globals[lx.global_name(text)]
         return gv, self.function_rest()
 
     def function_rest(self) -> Function:
@@ -168,7 +105,7 @@ class _Parser(_Stream):
             ret = self.type()
         body = self.block()
         self.scopes.pop()
-        return Function(params, body, ret, attrs=Attrs(attrs), span=self.trailer())
+        return Function(tuple(params), body, ret, attrs=Attrs(attrs), span=self.trailer())
 
     def params(self) -> tuple[list[Var], dict[str, Any]]:
         self.expect("(")
@@ -187,7 +124,7 @@ class _Parser(_Stream):
 
     def var_def(self) -> Var:
         text, offset = self.expect_kind(lx.LOCAL, "a variable such as %x")
-        name = _local_name(text)
+        name = lx.local_name(text)
         ann = None
         if self.texts[self.i] == ":" and self.kinds[self.i] == lx.PUNCT:  # not past a comment
             self.take()
@@ -260,7 +197,7 @@ class _Parser(_Stream):
         key = "DictAttrs"
         if isinstance(callee, Op):
             key = getattr(callee.info, "attrs_type_key", "DictAttrs") or "DictAttrs"
-        return Call(callee, args, Attrs(attrs, type_key=key), span=self.trailer())
+        return Call(callee, tuple(args), Attrs(attrs, type_key=key), span=self.trailer())
 
     def getitem(self, value: Expr) -> Expr:
         self.expect(".")
@@ -287,11 +224,11 @@ class _Parser(_Stream):
             if found is not None:
                 return found
         if text.startswith("%") and not text[1:].isdigit() and self.allow_free:
-            return self.free.setdefault(text, Var(_local_name(text)))
+            return self.free.setdefault(text, Var(lx.local_name(text)))
         raise self.error(f"undefined variable {text}", offset)
 
     def global_ref(self, text: str, offset: int) -> Expr:
-        name = _global_name(text)
+        name = lx.global_name(text)
         gv = self.globals.get(name)
         if gv is None:
             if not self.allow_free:
@@ -306,10 +243,10 @@ class _Parser(_Stream):
 
     def number(self, text: str, offset: int) -> Constant:
         try:
-            array = _scalar(text)
+            array = lx.scalar(text)
         except (ValueError, OverflowError) as err:
             raise self.error(f"invalid number {text!r}: {err}", offset) from None
-        return Constant(array, span=self.trailer())
+        return Constant(NDArray(array), span=self.trailer())
 
     def ident(self, text: str, offset: int) -> Expr:
         handler = _KEYWORD_ATOMS.get(text)
@@ -323,7 +260,7 @@ class _Parser(_Stream):
             raise self.error(f"unknown operator {text!r}: {err}", offset) from None
 
     def boolean(self, text: str, offset: int) -> Constant:
-        return Constant(np.array(text == "True"), span=self.trailer())
+        return Constant(NDArray(np.array(text == "True")), span=self.trailer())
 
     def meta_ref(self, text: str, offset: int) -> Constant:
         self.expect("[")
@@ -343,7 +280,8 @@ class _Parser(_Stream):
         key = (int(index_text), span)
         found = self.const_cache.get(key)
         if found is None:
-            found = self.const_cache[key] = Constant(_as_array(table[key[0]]), span=span)
+            array = NDArray(lx.as_array(table[key[0]]))
+            found = self.const_cache[key] = Constant(array, span=span)
         return found
 
     def function(self, text: str, offset: int) -> Function:
@@ -370,7 +308,7 @@ class _Parser(_Stream):
         self.expect(")")
         if len(fields) == 1 and not trailing_comma:
             return fields[0]
-        return Tuple(fields, span=self.trailer())
+        return Tuple(tuple(fields), span=self.trailer())
 
     def brace(self, text: str, offset: int) -> Expr:
         self.scopes.append({})
@@ -411,7 +349,7 @@ class _Parser(_Stream):
         kind, text, offset = self.take()
         if kind == lx.NUMBER:
             try:
-                return _attr_number(text)
+                return lx.attr_number(text)
             except ValueError as err:
                 raise self.error(str(err), offset) from None
         if kind == lx.STRING:
@@ -497,63 +435,6 @@ _KEYWORD_ATOMS: dict[str, Any] = {
 _ATTR_WORDS: dict[str, Any] = {"True": True, "False": False, "None": None}
 
 
-# --- literals -----------------------------------------------------------------------------
-
-
-def _split_number(text: str) -> tuple[str, str]:
-    """`-2.5e3f16` -> ("-2.5e3", "f16"); `inff` -> ("inf", "f")."""
-    body = text.rstrip("0123456789")
-    digits = text[len(body):]
-    if body and body[-1] in "fiu" and body.lstrip("-") not in ("", "in", "na"):
-        return body[:-1], body[-1] + digits
-    return text, ""
-
-
-def _scalar(text: str) -> np.ndarray:
-    number, suffix = _split_number(text)
-    if suffix:
-        dtype = SUFFIX_DTYPE.get(suffix)
-        if dtype is None:
-            raise ValueError(f"unknown literal suffix {suffix!r}")
-    elif any(c in number for c in ".eEn"):
-        dtype = "float32"
-    else:
-        dtype = "int32"
-    if dtype.startswith("float"):
-        return np.array(float(number), dtype=dtype)
-    if any(c in number for c in ".eEn"):
-        raise ValueError(f"{dtype} literal with a fraction")
-    return np.array(int(number), dtype=dtype)
-
-
-def _attr_number(text: str) -> int | float:
-    number, suffix = _split_number(text)
-    if suffix.startswith("f") or any(c in number for c in ".eEn"):
-        return float(number)
-    if suffix:
-        raise ValueError(f"attribute integers take no suffix: {text!r}")
-    return int(number)
-
-
-def _as_array(value: Any) -> np.ndarray:
-    if isinstance(value, Constant):
-        return value.data.numpy()
-    if isinstance(value, Mapping):
-        dtype = np.dtype(value["dtype"]).newbyteorder("<")
-        raw = np.frombuffer(base64.b64decode(value["data"]), dtype=dtype)
-        return raw.reshape(value["shape"]).astype(dtype.newbyteorder("="))
-    return np.asarray(value)
-
-
-def _local_name(text: str) -> str:
-    body = text[1:]
-    return lx.decode_string(body) if body.startswith('"') else body
-
-
-def _global_name(text: str) -> str:
-    return _local_name(text)
-
-
 # --- entry points -------------------------------------------------------------------------
 
 
@@ -562,14 +443,14 @@ def _parser(text: str, source_name: str, metadata: Mapping[str, Sequence[Any]] |
     try:
         tokens = lx.tokenize(text, start, end)
     except lx.LexError as err:
-        raise _Stream(text, source_name, lx.Tokens([lx.EOF], [""], [0])).error(
+        raise lx.TokenStream(text, source_name, lx.Tokens([lx.EOF], [""], [0])).error(
             str(err), err.offset) from None
     table: dict[str, Sequence[Any]] = {}
     if tokens.metadata is not None:
         try:
             table.update(json.loads(tokens.metadata))
         except json.JSONDecodeError as err:
-            stream = _Stream(text, source_name, tokens)
+            stream = lx.TokenStream(text, source_name, tokens)
             raise stream.error(f"invalid metadata section: {err.msg}",
                                tokens.metadata_offset + err.pos) from None
     table.update(metadata or {})

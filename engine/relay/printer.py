@@ -22,8 +22,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from engine.ir.expr import Constant, Expr, Function, GlobalVar
 from engine.ir.module import IRModule
 from engine.ir.type import Type

@@ -201,12 +201,11 @@ class ExprPrinter:
         self.w.end(node, start)
 
     def _render(self, node: Expr) -> None:
-        try:
-            render = self._render_table[type(node)]
-        except KeyError:
+        render = self._render_table.get(type(node))
+        if render is None:
             render = next((f for c, f in self._render_table.items() if isinstance(node, c)), None)
-            if render is None:
-                raise TypeError(f"the printer cannot print {type(node).__name__}") from None
+        if render is None:
+            raise TypeError(f"the printer cannot print {type(node).__name__}")
         render(node)
 
     def _trailer(self, node: Expr) -> None:

@@ -106,7 +106,7 @@ def scalar_text(array: np.ndarray) -> str | None:
     if array.ndim != 0:
         return None
     dtype = str(array.dtype)
-    value = array[()]
+    value: Any = array[()]
     if dtype == "bool":
         return "True" if value else "False"
     suffix = SCALAR_SUFFIX.get(dtype)
