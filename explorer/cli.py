@@ -16,9 +16,9 @@ import sys
 import tempfile
 import threading
 import webbrowser
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from explorer import queries
 from explorer.hub import EventHub
@@ -181,7 +181,8 @@ def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _report(store: Store, run_id: str, summary: dict, out: TextIO, timing: bool) -> None:
+def _report(store: Store, run_id: str, summary: Mapping[str, Any], out: TextIO,
+            timing: bool) -> None:
     print(f"{summary['status']}: {summary['num_passes']} passes, {summary['num_changed']} "
           f"changed the IR, {summary['total_ms']:.1f} ms", file=out)
     if summary.get("first_numerics_break"):

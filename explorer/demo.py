@@ -8,6 +8,7 @@ any upload.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,8 +26,8 @@ class _Net:
 
         self.helper = helper
         self.rng = np.random.default_rng(seed)
-        self.nodes: list[object] = []
-        self.inits: list[object] = []
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
 
     def weight(self, name: str, shape: tuple[int, ...], scale: float = 0.2) -> str:
         from onnx import numpy_helper
@@ -35,7 +36,7 @@ class _Net:
         self.inits.append(numpy_helper.from_array(data, name))
         return name
 
-    def node(self, op: str, name: str, inputs: list[str], **attrs: object) -> str:
+    def node(self, op: str, name: str, inputs: list[str], **attrs: Any) -> str:
         out = f"{name}.out"
         self.nodes.append(self.helper.make_node(op, inputs, [out], name=name, **attrs))
         return out
@@ -59,7 +60,7 @@ class _Net:
         return self.node("Relu", f"{name}.relu", [y])
 
 
-def _numpy_init(name: str, data: np.ndarray) -> object:
+def _numpy_init(name: str, data: np.ndarray) -> Any:
     from onnx import numpy_helper
 
     return numpy_helper.from_array(data.astype(np.float32), name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from explorer.protocol import TERMINAL_EVENTS, ApiError, bad_request
@@ -19,7 +20,7 @@ EXPORT_VERSION = 1
 SNAPSHOT_KEYS = ("initial_snapshot", "before", "after", "final_snapshot")
 
 
-def _snapshot_ids(events: list[dict[str, Any]], summary: dict[str, Any]) -> set[int]:
+def _snapshot_ids(events: list[dict[str, Any]], summary: Mapping[str, Any]) -> set[int]:
     ids = {summary.get("final_snapshot")}
     for event in events:
         ids.update(event["data"].get(k) for k in SNAPSHOT_KEYS)

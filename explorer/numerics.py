@@ -17,7 +17,7 @@ first one is where the drift starts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -135,7 +135,7 @@ def main_dataflow(func: Function) -> list[Expr] | None:
     return order
 
 
-def _kids(node: Expr) -> Iterable[Expr]:
+def _kids(node: Expr) -> Sequence[Expr]:
     if isinstance(node, Call):
         return node.args
     if isinstance(node, Tuple):

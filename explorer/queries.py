@@ -156,7 +156,7 @@ def timing_tree(store: Store, run_id: str) -> dict[str, Any]:
     nodes = {p["pass_index"]: {"pass_index": p["pass_index"], "name": p["name"],
                                "elapsed_ms": p["elapsed_ms"], "changed": p["changed"],
                                "children": []} for p in passes}
-    roots = []
+    roots: list[dict[str, Any]] = []
     for p in sorted(passes, key=lambda p: p["pass_index"]):
         parent = nodes.get(p["parent_index"])
         (parent["children"] if parent else roots).append(nodes[p["pass_index"]])
