@@ -7,6 +7,7 @@ export const NAMESPACE = "/explorer";
 export const C2S = Object.freeze({
   START_RUN: "start_run",
   SUBSCRIBE: "subscribe",
+  UNSUBSCRIBE: "unsubscribe",
   CANCEL_RUN: "cancel_run",
 });
 

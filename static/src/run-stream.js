@@ -114,6 +114,9 @@ export class RunStream {
   }
 
   close() {
+    if (!this.closed && !this.model.finished && sharedSocket?.connected) {
+      request(C2S.UNSUBSCRIBE, { run_id: this.model.runId }).catch(() => null);
+    }
     this.closed = true;
     this.stopLive();
   }

@@ -46,7 +46,7 @@ export class SessionPage {
       return;
     }
     this.showSession();
-    const runId = this.url.get(K.RUN) ?? null;
+    const runId = this.url.get(K.RUN) ?? document.body.dataset.runId ?? null;
     if (runId) this.openRun(runId);
     else if (this.url.get("autorun")) {
       this.url.patch({ autorun: null });

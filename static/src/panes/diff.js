@@ -1,6 +1,6 @@
 // Side-by-side diff of two snapshots (CodeMirror merge view; the diff itself is computed
 // in the diff Web Worker), with span-linked highlighting driven by the hub.
-import { MergeView, goToNextChunk, goToPreviousChunk, diff as cmDiff } from "@codemirror/merge";
+import { Change, MergeView, goToNextChunk, goToPreviousChunk, diff as cmDiff } from "@codemirror/merge";
 import { api } from "../api.js";
 import { diffTexts } from "../diff-client.js";
 import { errorBox, h, replace } from "../dom.js";
@@ -109,7 +109,8 @@ export class DiffPane extends Pane {
     if (!a || !b) return;
     this.view?.destroy();
     const precomputed = this.changes;
-    const override = (ta, tb) => (ta === a.text && tb === b.text ? precomputed.changes : cmDiff(ta, tb));
+    const changes = precomputed.changes.map((c) => new Change(c.fromA, c.toA, c.fromB, c.toB));
+    const override = (ta, tb) => (ta === a.text && tb === b.text ? changes : cmDiff(ta, tb));
     const side = (s) => ({
       doc: this.snapshots[s].text,
       extensions: relayEditorExtensions({ onPick: (pos) => this.pick(s, pos), label: s === "a" ? "IR before" : "IR after" }),

@@ -1,0 +1,78 @@
+"""Helpers of the browser tests: API calls against the live server, waiting for runs,
+and small ONNX models built with onnx.helper."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+TERMINAL = {"run_finished", "run_failed", "run_cancelled"}
+
+
+def api_get(base: str, path: str) -> Any:
+    with urllib.request.urlopen(f"{base}{path}", timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def upload(base: str, path: Path) -> dict[str, Any]:
+    """POST /api/sessions with a multipart file; returns the Session."""
+    boundary = "----irx-browser-test"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+            f"filename=\"{path.name}\"\r\nContent-Type: application/octet-stream\r\n\r\n").encode()
+    body += path.read_bytes() + f"\r\n--{boundary}--\r\n".encode()
+    req = urllib.request.Request(f"{base}/api/sessions", data=body, method="POST",
+                                 headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.loads(resp.read())["session"]
+
+
+def run_events(base: str, run_id: str) -> list[dict[str, Any]]:
+    return api_get(base, f"/api/runs/{run_id}/events?since=0")["events"]
+
+
+def wait_run_done(base: str, run_id: str, timeout: float = 60) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        events = run_events(base, run_id)
+        if events and events[-1]["type"] in TERMINAL:
+            return events
+        time.sleep(0.1)
+    raise TimeoutError(f"run {run_id} did not finish in {timeout}s")
+
+
+def run_id_of(page: Any) -> str:
+    """The run shown by the page (from its URL)."""
+    page.wait_for_function("new URLSearchParams(location.search).get('run')")
+    return page.evaluate("new URLSearchParams(location.search).get('run')")
+
+
+def mlp_with_names(path: Path, names: list[str]) -> Path:
+    """A small MLP (Gemm/Relu/Gemm) whose node names are `names` (3 of them)."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 16)).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b1"),
+             numpy_helper.from_array(rng.standard_normal((16, 4)).astype(np.float32), "w2"),
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b2")]
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name=names[0]),
+             helper.make_node("Relu", ["h1"], ["h2"], name=names[1]),
+             helper.make_node("Gemm", ["h2", "w2", "b2"], ["y"], name=names[2])]
+    graph = helper.make_graph(
+        nodes, "named", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def editor_text(page: Any, side: str) -> str:
+    """Text of the rendered lines of one diff side ("a" = before, "b" = after)."""
+    return page.locator(f".cm-editor[data-side='{side}'] .cm-content").inner_text()

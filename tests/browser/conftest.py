@@ -1,0 +1,162 @@
+"""Browser-test fixtures: the real explorer server on a free loopback port (temporary data
+folder), Debian's chromium through Playwright, and a pipeline gate that holds a run open.
+
+Never downloads a browser: tests skip when /usr/bin/chromium is missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-quic"]
+
+pytestmark = pytest.mark.browser
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/browser/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.browser)
+
+
+def _bundle_is_stale() -> bool:
+    bundle = ROOT / "static" / "dist" / "main.js"
+    if not bundle.exists():
+        return True
+    built = bundle.stat().st_mtime
+    sources = [*ROOT.joinpath("static", "src").rglob("*.js"), ROOT / "build.mjs"]
+    return any(p.stat().st_mtime > built for p in sources)
+
+
+@pytest.fixture(scope="session")
+def frontend_bundle() -> Path:
+    """static/dist, built with `npm run build` when missing or older than static/src."""
+    if _bundle_is_stale():
+        if not (ROOT / "node_modules").is_dir() or shutil.which("npm") is None:
+            pytest.skip("front-end bundle missing and npm/node_modules unavailable: run `make frontend`")
+        subprocess.run(["npm", "run", "--silent", "build"], cwd=ROOT, check=True,
+                       capture_output=True)
+    return ROOT / "static" / "dist"
+
+
+class PipelineGate:
+    """Appends a pass that blocks until `release()` to every run's pipeline while armed."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.opened = threading.Event()
+        self.reached = threading.Event()
+
+    def arm(self) -> None:
+        self.armed = True
+        self.opened.clear()
+        self.reached.clear()
+
+    def release(self) -> None:
+        self.opened.set()
+
+    def disarm(self) -> None:
+        self.armed = False
+        self.opened.set()
+
+
+@pytest.fixture(scope="session")
+def pipeline_gate() -> Iterator[PipelineGate]:
+    from engine import transform
+    from explorer import engine_bridge
+
+    gate = PipelineGate()
+    original = engine_bridge.build_pipeline
+
+    @transform.module_pass(opt_level=0, name="BrowserTestGate")
+    def gate_pass(mod: Any, ctx: Any) -> Any:
+        gate.reached.set()
+        if not gate.opened.wait(timeout=60):
+            raise TimeoutError("the browser test never released the pipeline gate")
+        return mod
+
+    def gated_pipeline(opt_level: int, passes: Any) -> Any:
+        pipeline = original(opt_level, passes)
+        if not gate.armed:
+            return pipeline
+        return transform.Sequential([pipeline, gate_pass], opt_level=0, name="gated")
+
+    engine_bridge.build_pipeline = gated_pipeline
+    yield gate
+    gate.disarm()
+    engine_bridge.build_pipeline = original
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory, frontend_bundle: Path,
+           pipeline_gate: PipelineGate) -> Iterator[str]:
+    """Base URL of the real explorer app served by werkzeug in a thread."""
+    from werkzeug.serving import make_server
+
+    from explorer import create_app
+
+    data = tmp_path_factory.mktemp("explorer-data")
+    app = create_app({"TESTING": True, "DATA_DIR": str(data)})
+    httpd = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=httpd.serve_forever, name="explorer-test-server", daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+    thread.join(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    yield chromium
+    chromium.close()
+    pw.stop()
+
+
+class PageWatch:
+    """Console errors, page errors and dialogs seen by a page."""
+
+    def __init__(self, page: Any) -> None:
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
+        page.on("dialog", self._dialog)
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+
+@pytest.fixture()
+def page(browser: Any, server: str, pipeline_gate: PipelineGate) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1600, "height": 1000}, base_url=server)
+    pg = context.new_page()
+    pg.set_default_timeout(20_000)
+    pg.watch = PageWatch(pg)
+    yield pg
+    pipeline_gate.disarm()
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
