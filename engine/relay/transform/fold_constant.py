@@ -1,0 +1,162 @@
+"""FoldConstant: evaluate what only depends on constants (TVM's `relay.transform.FoldConstant`).
+
+- a call to a primitive op whose arguments are all constants (or tuples of constants)
+  is evaluated through the interpreter and replaced by the result; the constant
+  carries the spans of the call and of the constants it consumed;
+- skipped: zero-argument calls, `zeros_like` / `ones_like` / `full_like` / `full`
+  (folding them only materialises big tensors), stateful ops (`TOpIsStateful`),
+  calls inside `Primitive` functions;
+- `shape_of` / `ndarray_size` of a statically shaped tensor become constants;
+- let-bound constants are propagated into the body and the binding dropped;
+- `TupleGetItem` of a `Tuple` is the field;
+- `If` with a constant condition is the taken branch, which gets
+  `SequentialSpan([branch.span, if.span])`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from engine.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from engine.ir.module import IRModule
+from engine.ir.op import Op
+from engine.relay.expr_functor import ExprMutator
+from engine.relay.interpreter import Interpreter
+from engine.relay.si_builder import SIBuilder
+from engine.relay.transform._rewrite import copy_type, merged_span, static_shape, with_span
+from engine.relay.transform.pass_infra import function_pass
+from engine.transform import PassContext, register_pass
+
+NOT_FOLDED = frozenset({"zeros_like", "ones_like", "full_like", "full"})
+"""Ops never evaluated even with constant inputs (as TVM's FoldConstant)."""
+
+
+def _is_constant_arg(expr: Expr) -> bool:
+    if isinstance(expr, Constant):
+        return True
+    return isinstance(expr, Tuple) and all(_is_constant_arg(f) for f in expr.fields)
+
+
+def _to_expr(value: object) -> Expr:
+    """An interpreter value as a constant (a tuple value as a Tuple of constants)."""
+    if isinstance(value, tuple):
+        return Tuple(tuple(_to_expr(v) for v in value))
+    return Constant(np.ascontiguousarray(np.asarray(value)))
+
+
+class ConstantFolder(ExprMutator):
+    """The folding mutator; `folded` counts the expressions it replaced."""
+
+    def __init__(self, mod: IRModule | None = None, fold_qnn: bool = False) -> None:
+        super().__init__()
+        self.interpreter = Interpreter(mod)
+        self.fold_qnn = fold_qnn
+        self.folded = 0
+
+    # --- calls ------------------------------------------------------------------------------
+    def visit_call(self, call: Call) -> Expr:
+        post = super().visit_call(call)
+        if not isinstance(post, Call) or not isinstance(post.op, Op) or not post.args:
+            return post
+        shape = self._fold_shape(call, post)
+        if shape is not None:
+            return shape
+        if not self._foldable(post.op) or not all(_is_constant_arg(a) for a in post.args):
+            return post
+        return self._evaluate(post)
+
+    def _foldable(self, op: Op) -> bool:
+        if op.name in NOT_FOLDED or op.get_attr("TOpIsStateful"):
+            return False
+        if op.name.startswith("qnn.") and not self.fold_qnn:
+            return False
+        return op.get_attr("FNumpyCompute") is not None
+
+    def _fold_shape(self, pre: Call, post: Call) -> Expr | None:
+        name = pre.op.name  # type: ignore[attr-defined]
+        if name not in ("shape_of", "ndarray_size"):
+            return None
+        shape = static_shape(pre.args[0])
+        if shape is None:
+            shape = static_shape(post.args[0])
+        if shape is None:
+            return None
+        dtype = str(post.attrs.get("dtype", "int32") or "int32")
+        value = np.array(shape if name == "shape_of" else int(np.prod(shape)), dtype=dtype)
+        self.folded += 1
+        # The input's value is not consumed (only its type): the constant is the call's.
+        return Constant(value, span=SIBuilder(post.span).CreateSpan())
+
+    def _evaluate(self, call: Call) -> Expr:
+        value = self.interpreter.eval(call, {})
+        span = SIBuilder(call).CreateSpan()  # the call and every constant it consumed
+        self.folded += 1
+        return SIBuilder(span).RecursivelyFillSpan(_to_expr(value))
+
+    # --- structure --------------------------------------------------------------------------
+    def visit_tuple_getitem(self, item: TupleGetItem) -> Expr:
+        post = super().visit_tuple_getitem(item)
+        if isinstance(post, TupleGetItem) and isinstance(post.tuple_value, Tuple):
+            self.folded += 1
+            return post.tuple_value.fields[post.index]
+        return post
+
+    def visit_if(self, ite: If) -> Expr:
+        post = super().visit_if(ite)
+        if not isinstance(post, If) or not isinstance(post.cond, Constant):
+            return post
+        taken = post.true_branch if bool(post.cond.data.numpy().reshape(-1)[0]) \
+            else post.false_branch
+        self.folded += 1
+        return with_span(taken, merged_span([taken, post]))
+
+    def visit_let(self, let: Let) -> Expr:
+        # Walk the chain in a loop: constant bindings are substituted, others rebuilt.
+        chain: list[tuple[Let, Var, Expr]] = []
+        node: Expr = let
+        while isinstance(node, Let) and node not in self.memo_map:
+            value = self.visit(node.value)
+            if isinstance(value, Constant):
+                self.memo_map[node.var] = value
+                self.folded += 1
+            else:
+                chain.append((node, self.visit(node.var), value))
+            node = node.body
+        body = self.visit(node)
+        for old, var, value in reversed(chain):
+            if var is not old.var or value is not old.value or body is not old.body:
+                body = copy_type(replace(old, var=var, value=value, body=body), old)
+            else:
+                body = old
+        return body
+
+    def visit_function(self, fn: Function) -> Expr:
+        if fn.is_primitive():
+            return fn  # the body of a fused kernel is left alone
+        return super().visit_function(fn)
+
+
+def fold_constant(expr: Expr, mod: IRModule | None = None, fold_qnn: bool = False) -> Expr:
+    """Fold the constants of an expression (TVM's `relay.transform.fold_constant`)."""
+    if isinstance(expr, Function):
+        body = ConstantFolder(mod, fold_qnn).visit(expr.body)
+        return expr if body is expr.body else replace(expr, body=body)
+    return ConstantFolder(mod, fold_qnn).visit(expr)
+
+
+def FoldConstant(fold_qnn: bool = False) -> object:  # noqa: N802 - TVM's name
+    """Fold every subexpression that only depends on constants."""
+
+    def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        result = fold_constant(func, mod, fold_qnn)
+        assert isinstance(result, Function)
+        return result
+
+    return function_pass(transform, opt_level=2, name="FoldConstant")
+
+
+register_pass("FoldConstant", FoldConstant)
+
+__all__ = ["NOT_FOLDED", "ConstantFolder", "FoldConstant", "fold_constant"]
