@@ -101,6 +101,7 @@ def test_pass_raises_runs_failed_hooks_and_wraps_in_pass_error() -> None:
                    "A exit_pass_ctx", "B exit_pass_ctx"]
     assert err.value.pass_name == "Bad"
     assert err.value.passes_before == ["Ok"]
+    assert not PassContext.current().instruments
     assert isinstance(err.value.__cause__, ValueError)
     assert "'Bad'" in str(err.value) and "Ok" in str(err.value) and "exploded" in str(err.value)
 
