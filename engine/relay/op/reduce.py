@@ -118,7 +118,7 @@ def _variance_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     dev = data - mean
     total = np.sum(dev * dev, axis=axes, keepdims=bool(attrs.get("keepdims", False)))
     denom = count - 1 if attrs.get("unbiased", False) else count
-    return np.asarray(total / max(denom, 1)).astype(data.dtype)
+    return np.asarray(total / (denom if denom > 0 else 1)).astype(data.dtype)
 
 
 define_op("variance", ("data", "mean"), _variance_rel, OUT_ELEMWISE_FUSABLE, _variance_compute,
