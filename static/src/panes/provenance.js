@@ -52,15 +52,22 @@ export class ProvenancePane extends Pane {
       on: { click: () => this.hub.emit(TOPIC.LAYER_SELECTED, { name }) } }, name);
   }
 
+  /** A link selecting the step's pass; the import (no pass index) is plain text. */
+  stepLink(step) {
+    if (step.pass_index === null || step.pass_index === undefined) {
+      return h("span.step-origin", {}, step.pass_name ?? "import");
+    }
+    return h("button.link", { type: "button", title: "Select this pass",
+      on: { click: () => this.hub.emit(TOPIC.PASS_SELECTED, { passIndex: step.pass_index }) } },
+    `#${step.pass_index} ${step.pass_name}`);
+  }
+
   renderTrace(trace) {
     const steps = (trace.steps ?? []).filter((s) => s.action !== ACTION.KEPT);
     const kept = (trace.steps ?? []).length - steps.length;
     replace(this.traceEl,
       steps.length ? steps.map((s) => h("li", { dataset: { action: s.action } },
-        h(`span.action.${s.action}`, {}, s.action),
-        h("button.link", { type: "button", title: "Select this pass",
-          on: { click: () => this.hub.emit(TOPIC.PASS_SELECTED, { passIndex: s.pass_index }) } },
-        `#${s.pass_index} ${s.pass_name}`)))
+        h(`span.action.${s.action}`, {}, s.action), this.stepLink(s)))
         : h("li.hint", {}, "present in the imported module, untouched since"),
       kept ? h("li.hint", {}, `kept unchanged by ${kept} other passes`) : null);
     if ((trace.layers ?? []).length && !this.layersEl.querySelector("button")) {
