@@ -12,21 +12,25 @@ from engine.relay.interpreter import evaluate
 
 
 def _run_ort(op_type: str, inputs: dict[str, np.ndarray], attrs: dict[str, Any] | None = None,
-             n_out: int = 1, opset: int = 13) -> list[np.ndarray]:
-    onnx = pytest.importorskip("onnx")
+             n_out: int = 1, opset: int = 13, node_inputs: list[str] | None = None
+             ) -> list[np.ndarray]:
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
     names = list(inputs)
     outs = [f"out{i}" for i in range(n_out)]
-    node = helper.make_node(op_type, names, outs, **(attrs or {}))
+    node = helper.make_node(op_type, node_inputs or names, outs, **(attrs or {}))
+    elem = helper.np_dtype_to_tensor_dtype(next(iter(inputs.values())).dtype)
     graph = helper.make_graph(
-        [node], "g", [],
-        [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in outs],
-        [numpy_helper.from_array(v, k) for k, v in inputs.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        [node], "g",
+        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+         for k, v in inputs.items()],
+        [helper.make_tensor_value_info(o, elem, None) for o in outs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              ir_version=8)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return sess.run(None, {})
+    return sess.run(None, inputs)
 
 
 @pytest.fixture
