@@ -48,6 +48,8 @@ def describe(expr: Expr) -> str:
     what = repr(expr)
     if isinstance(expr, Call) and isinstance(expr.op, Op):
         what = f"call to {expr.op.name}"
+    elif isinstance(expr, Call) and isinstance(expr.op, GlobalVar):
+        what = f"call to @{expr.op.name_hint}"
     names = expr.span.source_names() if expr.span else ()
     where = f" (span: {', '.join(names)})" if names else " (span: unknown)"
     return what + where
@@ -253,7 +255,11 @@ class TypeInferencer:
             raise TypeInferenceError(f"{self._callee_name(call)} expects "
                                      f"{len(fn_ty.arg_types)} arguments, got {len(arg_types)}"
                                      f"{self._where(call)}")
-        params = call.op.params if isinstance(call.op, Function) else ()
+        params: tuple[Var, ...] = ()
+        if isinstance(call.op, Function):
+            params = call.op.params
+        elif isinstance(call.op, GlobalVar) and self.mod is not None and call.op in self.mod:
+            params = self.mod[call.op].params
         for i, (want, got) in enumerate(zip(fn_ty.arg_types, arg_types)):
             if not compatible(want, got):
                 name = params[i].name_hint if i < len(params) else f"#{i}"
