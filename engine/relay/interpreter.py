@@ -155,7 +155,7 @@ class Interpreter:
             raise EvaluationError(f"operator {op.name} has no numpy implementation")
         try:
             return compute(args, call.attrs)
-        except EngineError:
+        except EvaluationError:
             raise
         except Exception as err:  # an op's numpy code failed: say which call
             shapes = ", ".join(_shape_text(a) for a in args)
