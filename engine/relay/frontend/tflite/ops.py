@@ -109,10 +109,12 @@ def _bias(ctx: OpContext, out: Expr, index: int = 2) -> Expr:
 
 
 def _weight(ctx: OpContext, axes: tuple[int, ...]) -> Expr:
-    """The kernel transposed to TVM's layout: folded when constant (as TVM does)."""
+    """The kernel transposed to TVM's layout: folded when constant (as TVM does), keeping the
+    constant's own span (its weight tensor or DEQUANTIZE layer)."""
     expr = ctx.input(1)
     if isinstance(expr, Constant):
-        return relay.const(np.ascontiguousarray(expr.data.numpy().transpose(axes)))
+        data = np.ascontiguousarray(expr.data.numpy().transpose(axes))
+        return relay.const(data, span=expr.span)
     return relay.transpose(expr, axes=list(axes))
 
 
@@ -135,7 +137,8 @@ def depthwise_conv2d(ctx: OpContext) -> Expr:
     strides, dilation = _strides(ctx), _dilation(ctx)
     weight = ctx.input(1)
     if isinstance(weight, Constant):
-        weight = relay.const(weight.data.numpy().reshape(kh, kw, in_c, multiplier))
+        weight = relay.const(weight.data.numpy().reshape(kh, kw, in_c, multiplier),
+                             span=weight.span)
     else:
         weight = relay.reshape(weight, newshape=[kh, kw, in_c, multiplier])
     out = relay.nn.conv2d(ctx.input(0), weight, strides=strides,
