@@ -87,7 +87,8 @@ const REDUCERS = {
   [EV.PASS_FAILED]: (m, d) => {
     const row = upsertPass(m, d, "failed");
     row.changed = null;
-    m.failure = { pass: d.name, message: d.message, code: "pass_failed" };
+    // The innermost pass fails first; its Sequentials report the same failure afterwards.
+    m.failure ??= { pass: d.name, message: d.message, code: "pass_failed" };
   },
   [EV.BUILD_STARTED]: (m) => {
     m.build = "running";

@@ -52,10 +52,12 @@ def frontend_bundle() -> Path:
 
 
 class PipelineGate:
-    """Appends a pass that blocks until `release()` to every run's pipeline while armed."""
+    """While armed, appends a pass that blocks until `release()` to every run's pipeline;
+    with `failing`, appends a pass that raises instead."""
 
     def __init__(self) -> None:
         self.armed = False
+        self.failing = False
         self.opened = threading.Event()
         self.reached = threading.Event()
 
@@ -69,6 +71,7 @@ class PipelineGate:
 
     def disarm(self) -> None:
         self.armed = False
+        self.failing = False
         self.opened.set()
 
 
@@ -87,11 +90,16 @@ def pipeline_gate() -> Iterator[PipelineGate]:
             raise TimeoutError("the browser test never released the pipeline gate")
         return mod
 
+    @transform.module_pass(opt_level=0, name="BrowserTestFailure")
+    def failing_pass(mod: Any, ctx: Any) -> Any:
+        raise ValueError("deliberate failure of the browser tests' pass")
+
     def gated_pipeline(opt_level: int, passes: Any) -> Any:
         pipeline = original(opt_level, passes)
-        if not gate.armed:
+        extra = [p for p, on in ((gate_pass, gate.armed), (failing_pass, gate.failing)) if on]
+        if not extra:
             return pipeline
-        return transform.Sequential([pipeline, gate_pass], opt_level=0, name="gated")
+        return transform.Sequential([pipeline, *extra], opt_level=0, name="gated")
 
     engine_bridge.build_pipeline = gated_pipeline
     yield gate

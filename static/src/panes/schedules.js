@@ -35,14 +35,13 @@ export class SchedulesPane extends Pane {
   maybeLoad(model) {
     this.model = model ?? this.model;
     if (!this.model || !this.active) return;
-    const ready = this.model.build && this.model.build !== "running";
-    const key = `${this.model.runId}:${ready}:${this.model.finished}`;
+    const ready = this.model.finished || (this.model.build && this.model.build !== "running");
+    const key = `${this.model.runId}:${ready}`;
     if (this.loadedFor === key) return;
     this.loadedFor = key;
     if (!ready) {
       const msg = this.model.build === "running" ? "Building…"
-        : this.model.finished ? "This run did not build. Enable “build” in the pipeline options and run again."
-          : "The schedules appear when the pipeline finishes and the build runs.";
+        : "The schedules appear when the pipeline finishes and the build runs.";
       replace(this.nodeList, h("li.hint", {}, msg));
       return;
     }
@@ -62,12 +61,21 @@ export class SchedulesPane extends Pane {
           on: { click: () => this.openNode(n.index) } },
         h("span.sched-node-name", {}, n.name ?? n.func_name ?? `node ${n.index}`),
         h("span.sched-node-meta", {}, `${(n.ops ?? []).join(", ")} · ${n.num_steps} steps`))))
-        : h("li.hint", {}, "The build produced no scheduled nodes."));
+        : h("li.hint", {}, this.emptyMessage()));
       const wanted = this.ctx.url.get("sched");
       if (wanted !== null && wanted !== undefined) this.openNode(Number(wanted), Number(this.ctx.url.get("step") ?? 0));
     } catch (err) {
       replace(this.nodeList, h("li", {}, errorBox("Schedules unavailable:", err.message)));
     }
+  }
+
+  emptyMessage() {
+    const m = this.model;
+    if (m.options && m.options.build === false) {
+      return "This run did not build. Enable “build” in the pipeline options and run again.";
+    }
+    if (m.failure) return `No schedules: the run failed (${m.failure.message ?? "see the timeline"}).`;
+    return "The build produced no scheduled nodes.";
   }
 
   async openNode(index, step = 0) {
@@ -125,7 +133,7 @@ export class SchedulesPane extends Pane {
     const seq = ++this.renderSeq;
     const lines = await diffLines(prev ?? "", step.loop_nest ?? "");
     if (seq !== this.renderSeq) return;
-    replace(this.loopNest, lines.map((l) => h(`span.diff-line.op-${OPS[l.op]}`, {}, `${l.op === "=" ? " " : l.op} ${l.text}\n`)));
+    replace(this.loopNest, lines.map((l) => h(`span.diff-line.op-${OPS[l.op]}`, {}, `${l.op === "=" ? " " : l.op} ${l.text}`)));
     this.renderTedd();
   }
 

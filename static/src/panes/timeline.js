@@ -163,7 +163,8 @@ function fillRow(el, row, maxMs) {
     h("span.pass-bar", {}, h("span.pass-bar-fill", { style: { width: `${width}%` } })),
     h("span.pass-ms", {}, formatMs(ms)),
     h("span.pass-cov", { title: "span coverage" }, formatPercent(row.span_coverage)),
-    numericsCell(row));
+    numericsCell(row),
+    row.state === "failed" && row.message ? h("span.pass-error", {}, row.message) : null);
 }
 
 function numericsCell(row) {
