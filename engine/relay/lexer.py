@@ -35,20 +35,20 @@ PUNCT = "PUNCT"        # ( ) [ ] { } , ; = : -> . ?
 EOF = "EOF"
 
 _STRING = r'"(?:[^"\\\n]|\\.)*"'
-_PATTERN = re.compile("|".join([
+_PATTERN = re.compile("|".join([  # most frequent first
     r"(?P<WS>\s+)",
-    r"(?P<LINE_COMMENT>//[^\n]*)",
-    r"(?P<COMMENT>/\*.*?\*/)",
+    r"(?P<PUNCT>->|[()\[\]{},;=:.?])",
     r"(?P<TEMP>%\d+)",
     rf"(?P<LOCAL>%(?:[A-Za-z_][A-Za-z0-9_]*|{_STRING}))",
-    rf"(?P<GLOBAL>@(?:[A-Za-z_][A-Za-z0-9_]*|{_STRING}))",
     r"(?P<NUMBER>-?(?:\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|(?:inf|nan)(?=f))(?:[fiu]\d*)?"
     r"(?![A-Za-z0-9_]))",
-    rf"(?P<STRING>{_STRING})",
     r"(?P<IDENT>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)",
+    r"(?P<COMMENT>/\*.*?\*/)",
+    rf"(?P<GLOBAL>@(?:[A-Za-z_][A-Za-z0-9_]*|{_STRING}))",
+    rf"(?P<STRING>{_STRING})",
+    r"(?P<LINE_COMMENT>//[^\n]*)",
     r'(?P<VERSION>#\[version\s*=\s*"[^"]*"\s*\])',
     r"(?P<METADATA>#\[metadata\])",
-    r"(?P<PUNCT>->|[()\[\]{},;=:.?])",
     r"(?P<ERROR>.)",
 ]), re.DOTALL)
 
@@ -115,8 +115,14 @@ _SPAN_ITEM = re.compile(
     r"(?P<sep>,)?\s*")
 
 
+_ONE_PLAIN_NAME = re.compile(r"\s*([A-Za-z0-9_][A-Za-z0-9_.\-/]*)\s*\Z")
+
+
 def parse_span_comment(content: str) -> SpanLike:
     """The span written in a comment's content; LexError (offset in content) if malformed."""
+    plain = _ONE_PLAIN_NAME.match(content)
+    if plain is not None:  # the common case: one layer name
+        return Span(SourceName(plain.group(1)))
     spans: list[Span] = []
     pos, trailing_comma = 0, False
     while pos < len(content):

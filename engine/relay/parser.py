@@ -59,7 +59,8 @@ class _Parser(lx.TokenStream):
         self.version()
         if self.peek()[0] == lx.EOF:
             return IRModule()
-        if not self.at("def"):
+        if not self.at("def"):  # a bare expression: its free vars become main's params
+            self.allow_free = True
             expr = self.scope_body()
             self.end()
             return IRModule.from_expr(expr)

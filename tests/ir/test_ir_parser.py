@@ -260,6 +260,14 @@ def test_hand_written_tvm_text() -> None:
     assert parse_type("Tensor[(1, ?), int8]") == TensorType((1, Any()), "int8")
 
 
+def test_bare_expression_becomes_main() -> None:
+    mod = parse("%0 = nn.relu(%x);\nadd(%0, %y)")
+    main = mod["main"]
+    assert [p.name_hint for p in main.params] == ["x", "y"]
+    assert main.body.op.name == "add" and main.body.args[0].op.name == "nn.relu"
+    assert len(parse('#[version = "0.0.5"]\n')) == 0
+
+
 # --- errors ------------------------------------------------------------------------------
 
 

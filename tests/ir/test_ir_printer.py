@@ -213,6 +213,20 @@ def test_show_types_comment() -> None:
     assert "nn.relu(%x) /* ty=Tensor[(2), float32] */ /* r */;" in text
 
 
+def test_every_node_kind_has_a_printer() -> None:
+    from engine.relay.expr_functor import NODE_KINDS
+    from engine.relay.printer_expr import ExprPrinter, MetaTable
+    from engine.relay.printer_writer import Writer
+
+    table = ExprPrinter(Writer(), MetaTable())._render_table
+    assert set(NODE_KINDS) <= set(table)
+
+
+def test_print_ir_rejects_non_ir() -> None:
+    with pytest.raises(TypeError, match="cannot print int"):
+        print_ir(3)  # type: ignore[arg-type]
+
+
 # --- source map ------------------------------------------------------------------------------
 
 
