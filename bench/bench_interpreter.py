@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Interpreter benchmark: ResNet-50 and BERT-2 forward time vs onnxruntime.
+
+Both run the same ONNX files from bench/make_models.py on the same seeded
+inputs: onnxruntime directly, our interpreter on the module the ONNX frontend
+imports. If the frontend cannot import a model, the relay-built workload from
+engine.relay.testing is timed instead (and the row says so). Prints a table and
+appends it to bench/results/interpreter.md with the machine description.
+
+    .venv/bin/python bench/bench_interpreter.py [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from conftest import model_path  # noqa: E402
+
+from engine.relay.interpreter import evaluate  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "interpreter.md"
+
+
+def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    """(median, best) wall time in ms after one warm-up run."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return float(np.median(times)), min(times)
+
+
+def onnx_inputs(path: Path) -> dict[str, np.ndarray]:
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+    rng = np.random.default_rng(0)
+    feeds: dict[str, np.ndarray] = {}
+    for inp in model.graph.input:
+        if inp.name in inits:
+            continue
+        shape = [d.dim_value or 1 for d in inp.type.tensor_type.shape.dim]
+        elem = inp.type.tensor_type.elem_type
+        if elem == onnx.TensorProto.INT64:
+            hi = 2 if "type" in inp.name else (2 if "mask" in inp.name else 30522)
+            feeds[inp.name] = rng.integers(0, hi, shape).astype("int64")
+            if "mask" in inp.name:
+                feeds[inp.name][:] = 1
+        else:
+            feeds[inp.name] = rng.standard_normal(shape).astype("float32")
+    return feeds
+
+
+def ort_runner(path: Path, feeds: dict[str, np.ndarray]) -> Callable[[], Any]:
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return lambda: sess.run(None, feeds)
+
+
+def engine_runner(name: str, path: Path, feeds: dict[str, np.ndarray]
+                  ) -> tuple[Callable[[], Any], str]:
+    try:
+        import onnx
+
+        from engine.relay.frontend import from_onnx
+
+        mod, params = from_onnx(onnx.load(str(path)))
+        inputs = {**{k: v.numpy() if hasattr(v, "numpy") else v for k, v in params.items()},
+                  **feeds}
+        evaluate(mod, inputs)
+        return (lambda: evaluate(mod, inputs)), "ONNX import"
+    except Exception as err:  # the frontend is optional here: fall back, and say so
+        print(f"  {name}: ONNX import failed ({type(err).__name__}: {err}); "
+              "timing the relay-built workload instead", file=sys.stderr)
+    return relay_built(name), "relay-built (frontend unavailable)"
+
+
+def relay_built(name: str) -> Callable[[], Any]:
+    from engine.relay.testing import bert, resnet
+
+    if name == "resnet50":
+        mod, params = resnet.get_workload(num_layers=50)
+        data = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype("float32")
+        inputs: dict[str, Any] = {"data": data, **params}
+    else:
+        mod, params = bert.get_workload(num_layers=2)
+        rng = np.random.default_rng(0)
+        inputs = {"input_ids": rng.integers(0, 30522, (1, 128)).astype("int32"),
+                  "attention_mask": np.ones((1, 128), "int32"),
+                  "token_type_ids": np.zeros((1, 128), "int32"), **params}
+    return lambda: evaluate(mod, inputs)
+
+
+def machine() -> str:
+    cpu = platform.processor() or "unknown cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+            f"numpy {np.__version__}, load avg {load:.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--models", default="resnet50,bert2")
+    args = parser.parse_args(argv)
+    import onnxruntime
+
+    rows = []
+    for name in args.models.split(","):
+        path = model_path(name)
+        feeds = onnx_inputs(path)
+        ort_med, ort_best = best_of(ort_runner(path, feeds), args.repeat)
+        run, source = engine_runner(name, path, feeds)
+        eng_med, eng_best = best_of(run, args.repeat)
+        rows.append((name, source, eng_med, eng_best, ort_med, ort_best, eng_med / ort_med))
+    header = ("| model | engine input | interpreter median ms | best ms | onnxruntime median ms "
+              "| best ms | ratio (median) |\n|---|---|---|---|---|---|---|")
+    lines = [f"| {n} | {s} | {a:.1f} | {b:.1f} | {c:.1f} | {d:.1f} | {r:.2f}x |"
+             for n, s, a, b, c, d, r in rows]
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    text = (f"\n## {stamp}\n\nMachine: {machine()}; onnxruntime {onnxruntime.__version__}; "
+            f"{args.repeat} timed runs after one warm-up.\n\n{header}\n" + "\n".join(lines) + "\n")
+    print(text)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    if not RESULTS.exists():
+        RESULTS.write_text("# Interpreter vs onnxruntime\n\nTarget: within 3x of onnxruntime "
+                           "on ResNet-50 (bench/bench_interpreter.py).\n")
+    with RESULTS.open("a") as out:
+        out.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
