@@ -40,7 +40,7 @@ from engine.runtime.ndarray import NDArray
 
 __all__ = ["fromtext", "parse", "parse_expr", "parse_type"]
 
-_KEYWORDS = {"fn", "if", "else", "let", "def", "meta", "True", "False", "None"}
+_KEYWORDS = {"fn", "if", "else", "let", "def", "meta", "True", "False", "None", "free_var"}
 
 
 class _Parser(lx.TokenStream):
@@ -154,6 +154,11 @@ class _Parser(lx.TokenStream):
                 value = self.expr()
                 self.expect(";")
                 scope[text] = value
+            elif kind == lx.IDENT and text == "free_var" and self.allow_free:
+                self.take()
+                var = self.var_def()
+                self.free[var.name_hint] = var
+                self.expect(";")
             elif kind == lx.IDENT and text == "let":
                 self.take()
                 var = self.var_def()
@@ -225,7 +230,8 @@ class _Parser(lx.TokenStream):
             if found is not None:
                 return found
         if text.startswith("%") and not text[1:].isdigit() and self.allow_free:
-            return self.free.setdefault(text, Var(lx.local_name(text)))
+            name = lx.local_name(text)
+            return self.free.setdefault(name, Var(name))
         raise self.error(f"undefined variable {text}", offset)
 
     def global_ref(self, text: str, offset: int) -> Expr:

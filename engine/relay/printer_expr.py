@@ -100,6 +100,14 @@ class ExprPrinter:
         w.newline()
 
     def print_top(self, expr: Expr) -> None:
+        """A bare expression: `free_var %x: T;` declarations (as TVM), then its scope."""
+        from engine.relay.analysis import free_vars
+
+        for var in free_vars(expr):
+            self.w.write("free_var ")
+            self._var_def(var)
+            self.w.write(";")
+            self.w.newline()
         self._scope_body(expr)
 
     # --- names and scopes -------------------------------------------------------------

@@ -202,10 +202,14 @@ def test_global_names_and_calls() -> None:
 
 
 def test_free_vars_in_expressions() -> None:
-    x, y = relay.var("x"), relay.var("y")  # a free var's type is not printed: keep none
+    x, y = relay.var("x", shape=(1,), span=layer_span("x")), relay.var("y")
     expr = call("add", call("nn.relu", x), call("multiply", x, y))
+    text = astext(expr)
+    assert text.splitlines()[1:3] == ["free_var %x: Tensor[(1), float32] /* x */;",
+                                      "free_var %y;"]
     back = round_trip(expr)
     assert len(relay.analysis.free_vars(back)) == 2
+    assert parse(text)["main"].params[0].type_annotation == TensorType((1,))
 
 
 def test_100k_let_chain() -> None:
