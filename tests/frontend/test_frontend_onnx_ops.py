@@ -1,0 +1,202 @@
+"""ONNX converters one by one against onnxruntime, plus spans, params and import-time folding."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from frontend_helpers import assert_close, assert_fully_spanned, infer_type, run_module
+from onnx import TensorProto, helper, numpy_helper
+
+from engine.ir.expr import Constant
+from engine.relay import frontend
+from engine.transform import PassContext
+
+ort = pytest.importorskip("onnxruntime")
+F = TensorProto.FLOAT
+
+
+def _build(nodes, inputs, outputs, inits=(), opset=13) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "t", [helper.make_tensor_value_info(n, t, s)
+                                          for n, t, s in inputs],
+                              [helper.make_tensor_value_info(n, F, None) for n in outputs],
+                              initializer=[numpy_helper.from_array(v, k) for k, v in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return onnx.shape_inference.infer_shapes(model)  # declares the output shapes
+
+
+def _check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], **kwargs):
+    data = model.SerializeToString()
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    expected = ort.InferenceSession(data, options,
+                                    providers=["CPUExecutionProvider"]).run(None, feeds)
+    result = frontend.load(data, **kwargs)
+    infer_type(result.mod)
+    assert_close(run_module(result.mod, feeds), expected)
+    assert_fully_spanned(result)
+    return result
+
+
+RNG = np.random.default_rng(0)
+X4 = RNG.standard_normal((1, 3, 8, 8)).astype("float32")
+
+CASES = {
+    "conv_same_upper": ([helper.make_node("Conv", ["x", "w", "b"], ["y"], auto_pad="SAME_UPPER",
+                                          strides=[2, 2])],
+                        [("w", RNG.standard_normal((4, 3, 3, 3)).astype("float32")),
+                         ("b", RNG.standard_normal(4).astype("float32"))], 13),
+    "conv_transpose": ([helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2],
+                                         pads=[1, 1, 1, 1], output_padding=[1, 1])],
+                       [("w", RNG.standard_normal((3, 2, 3, 3)).astype("float32"))], 13),
+    "avgpool_pad": ([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3],
+                                      pads=[1, 1, 1, 1], strides=[2, 2])], [], 13),
+    "maxpool_ceil": ([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3],
+                                       strides=[2, 2], ceil_mode=1)], [], 13),
+    "softmax_opset11_axis1": ([helper.make_node("Softmax", ["x"], ["y"], axis=1)], [], 11),
+    "logsoftmax": ([helper.make_node("LogSoftmax", ["x"], ["y"], axis=-1)], [], 13),
+    "lrn": ([helper.make_node("LRN", ["x"], ["y"], size=3, alpha=1e-3)], [], 13),
+    "leaky_prelu": ([helper.make_node("LeakyRelu", ["x"], ["a"], alpha=0.2),
+                     helper.make_node("PRelu", ["a", "s"], ["y"])],
+                    [("s", np.array([[[0.1]], [[0.2]], [[0.3]]], "float32"))], 13),
+    "clip_opset11_and_gelu": ([helper.make_node("Clip", ["x", "lo", "hi"], ["a"]),
+                               helper.make_node("Gelu", ["a"], ["y"])],
+                              [("lo", np.array(-0.5, "float32")),
+                               ("hi", np.array(0.7, "float32"))], 20),
+    "slice_steps": ([helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])],
+                    [("st", np.array([1, -1], "int64")), ("en", np.array([7, -100], "int64")),
+                     ("ax", np.array([2, 3], "int64")), ("sp", np.array([2, -2], "int64"))], 13),
+    "split_concat": ([helper.make_node("Split", ["x", "sz"], ["a", "b"], axis=2),
+                      helper.make_node("Concat", ["b", "a"], ["y"], axis=2)],
+                     [("sz", np.array([3, 5], "int64"))], 13),
+    "pad_reflect": ([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
+                    [("p", np.array([0, 0, 1, 2, 0, 0, 2, 1], "int64"))], 13),
+    "resize_linear": ([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="linear")],
+                      [("sc", np.array([1, 1, 2, 2], "float32"))], 13),
+    "resize_nearest_sizes": ([helper.make_node("Resize", ["x", "", "", "sz"], ["y"],
+                                               mode="nearest",
+                                               coordinate_transformation_mode="asymmetric",
+                                               nearest_mode="floor")],
+                             [("sz", np.array([1, 3, 12, 20], "int64"))], 13),
+    "upsample_opset9": ([helper.make_node("Upsample", ["x", "sc"], ["y"], mode="nearest")],
+                        [("sc", np.array([1, 1, 2, 3], "float32"))], 9),
+    "depth_to_space": ([helper.make_node("Tile", ["x", "r"], ["a"]),
+                        helper.make_node("DepthToSpace", ["a"], ["y"], blocksize=2, mode="CRD")],
+                       [("r", np.array([1, 4, 1, 1], "int64"))], 13),
+    "reduce_opset18": ([helper.make_node("ReduceMax", ["x", "ax"], ["a"], keepdims=0),
+                        helper.make_node("ReduceSum", ["a", "ax2"], ["y"])],
+                       [("ax", np.array([1], "int64")), ("ax2", np.array([-1], "int64"))], 18),
+    "argmax_where": ([helper.make_node("ArgMax", ["x"], ["i"], axis=1),
+                      helper.make_node("Cast", ["i"], ["f"], to=F),
+                      helper.make_node("Greater", ["x", "f"], ["c"]),
+                      helper.make_node("Where", ["c", "x", "f"], ["y"])], [], 13),
+    "transpose_squeeze_unsqueeze": ([helper.make_node("Transpose", ["x"], ["a"],
+                                                      perm=[0, 2, 3, 1]),
+                                     helper.make_node("Unsqueeze", ["a", "u"], ["b"]),
+                                     helper.make_node("Squeeze", ["b", "u"], ["y"])],
+                                    [("u", np.array([0, -1], "int64"))], 13),
+    "layernorm_two_axes": ([helper.make_node("LayerNormalization", ["x", "g"], ["y"], axis=2)],
+                           [("g", RNG.standard_normal((8, 8)).astype("float32"))], 17),
+    "variadic_and_math": ([helper.make_node("Abs", ["x"], ["a"]),
+                           helper.make_node("Sqrt", ["a"], ["b"]),
+                           helper.make_node("Max", ["x", "b", "a"], ["c"]),
+                           helper.make_node("Mean", ["c", "a"], ["d"]),
+                           helper.make_node("Reciprocal", ["d"], ["e"]),
+                           helper.make_node("Min", ["e", "x"], ["y"])], [], 13),
+    "expand_flatten_gemm": ([helper.make_node("Flatten", ["x"], ["a"], axis=2),
+                             helper.make_node("Gemm", ["a", "w"], ["y"], alpha=0.5,
+                                              transA=0, transB=0)],
+                            [("w", RNG.standard_normal((64, 5)).astype("float32"))], 13),
+    "batched_matmul_broadcast": ([helper.make_node("MatMul", ["x", "w"], ["y"])],
+                                 [("w", RNG.standard_normal((3, 8, 2)).astype("float32"))], 13),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_op_matches_onnxruntime(case: str) -> None:
+    nodes, inits, opset = CASES[case]
+    model = _build(nodes, [("x", F, list(X4.shape))], ["y"], inits, opset)
+    _check(model, {"x": X4})
+
+
+def _shape_subgraph_model() -> onnx.ModelProto:
+    """x -> Reshape(x, Concat(Gather(Shape(x), 0), [-1])), as exported BERTs compute shapes."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
+             helper.make_node("Concat", ["n1", "minus1"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["r"]),
+             helper.make_node("Relu", ["r"], ["y"])]
+    inits = [("zero", np.array(0, "int64")), ("axes0", np.array([0], "int64")),
+             ("minus1", np.array([-1], "int64"))]
+    model = _build(nodes, [("x", F, ["batch", 3, 8, 8])], ["y"], inits)
+    model.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", F, ["batch", 192]))
+    return model
+
+
+def test_shape_subgraph_is_folded_when_shape_is_pinned() -> None:
+    model = _shape_subgraph_model()
+    result = _check(model, {"x": X4}, shape={"x": [1, 3, 8, 8]})
+    text = result.mod.astext(show_meta_data=False)
+    assert "shape_of" not in text and "concatenate" not in text
+    assert "reshape" in text and "newshape=[1, 192]" in text.replace("(", "[").replace(")", "]")
+
+
+def test_unnamed_nodes_get_optype_n_names() -> None:
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Add", ["b", "c"], ["y"], name="named_add")]
+    model = _build(nodes, [("x", F, [2, 3])], ["y"], [("c", np.ones((2, 3), "float32"))])
+    result = frontend.load(model.SerializeToString())
+    names = [layer["name"] for layer in result.graph["layers"]]
+    assert names == ["Relu_0", "Relu_1", "named_add"]
+    main = result.mod["main"]
+    add = main.body
+    assert add.span.source_names() == ("named_add",)
+    assert add.args[1].span.source_names() == ("named_add.c",)  # weight: consumer.name
+    assert main.params[0].span.source_names() == ("Relu_0.x",)  # input: first consumer
+    assert add.args[0].span.source_names() == ("Relu_1",)
+    assert add.args[0].args[0].span.source_names() == ("Relu_0",)
+
+
+def test_freeze_params_false_makes_params() -> None:
+    w = RNG.standard_normal((4, 3, 3, 3)).astype("float32")
+    model = _build([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")],
+                   [("x", F, [1, 3, 8, 8])], ["y"], [("w", w)])
+    mod, params = frontend.from_onnx(model, freeze_params=False)
+    assert list(params) == ["w"]
+    np.testing.assert_array_equal(params["w"].numpy(), w)
+    assert [p.name_hint for p in mod["main"].params] == ["x", "w"]
+    assert mod["main"].params[1].span.source_names() == ("conv.w",)
+    out = run_module(mod, {"x": X4, "w": w})
+    expected = ort.InferenceSession(model.SerializeToString(),
+                                    providers=["CPUExecutionProvider"]).run(None, {"x": X4})
+    assert_close(out, expected)
+
+
+def test_span_filling_switched_off_by_config() -> None:
+    model = _build([helper.make_node("Relu", ["x"], ["y"], name="r")], [("x", F, [2])], ["y"])
+    with PassContext(config={"relay.frontend.fill_span": False}):
+        mod, _ = frontend.from_onnx(model)
+    assert not mod["main"].body.span
+    assert not mod["main"].params[0].span
+
+
+def test_dynamic_batch_stays_any_without_pinning() -> None:
+    model = _build([helper.make_node("Relu", ["x"], ["y"])], [("x", F, ["n", 4])], ["y"])
+    mod, _ = frontend.from_onnx(model)
+    shape = mod["main"].params[0].type_annotation.shape
+    assert str(shape[0]) == "?" and shape[1] == 4
+
+
+def test_constant_nodes_fold_and_keep_their_layer() -> None:
+    nodes = [helper.make_node("Constant", [], ["c"], name="k",
+                              value=numpy_helper.from_array(np.full((2,), 3.0, "float32"))),
+             helper.make_node("Mul", ["c", "c"], ["c2"], name="sq"),
+             helper.make_node("Add", ["x", "c2"], ["y"], name="add")]
+    model = _build(nodes, [("x", F, [2])], ["y"])
+    result = _check(model, {"x": np.ones(2, "float32")})
+    folded = result.mod["main"].body.args[1]
+    assert isinstance(folded, Constant)
+    np.testing.assert_array_equal(folded.data.numpy(), [9.0, 9.0])
+    assert folded.span.source_names() == ("sq",)
