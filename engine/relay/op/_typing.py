@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from engine.ir.type import AnyDim, Dim, FuncType, IncompleteType, TensorType, TupleType, Type
 from engine.relay.op.op import TypeRelationError
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 ANY = AnyDim()
 
@@ -64,7 +68,7 @@ def check_dtype(ty: TensorType, index: int, dtype: str) -> None:
                                 actual=type_str(ty))
 
 
-def is_any(dim: Dim) -> bool:
+def is_any(dim: Dim) -> TypeIs[AnyDim]:
     return isinstance(dim, AnyDim)
 
 

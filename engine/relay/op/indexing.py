@@ -79,7 +79,8 @@ def _concat_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
             if i != axis and not (is_any(a) or is_any(b) or a == b):
                 raise TypeRelationError(f"tuple fields differ on axis {i}", arg=0,
                                         expected=type_str(first), actual=type_str(f))
-        total = ANY if is_any(total) or is_any(f.shape[axis]) else int(total) + int(f.shape[axis])
+        size = f.shape[axis]
+        total = total + size if isinstance(total, int) and isinstance(size, int) else ANY
     shape = list(first.shape)
     shape[axis] = total
     return TensorType(shape, first.dtype)
@@ -111,7 +112,7 @@ def _stack_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 
 define_op("stack", ("data",), _stack_rel, INJECTIVE,
-          lambda xs, attrs: np.stack(xs[0], axis=int(attrs.axis)),
+          lambda xs, attrs: np.stack(tuple(xs[0]), axis=int(attrs.axis)),
           attrs_type_key="relay.attrs.StackAttrs")
 
 
@@ -144,7 +145,8 @@ def _split_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         sizes: list[Dim] = [ANY] * count
     else:
         bounds = [0, *points, size]
-        sizes = [ANY if is_any(b) else int(b) - int(a) for a, b in zip(bounds, bounds[1:])]
+        sizes = [b - a if isinstance(a, int) and isinstance(b, int) else ANY
+                 for a, b in zip(bounds, bounds[1:])]
     fields = []
     for s in sizes:
         shape = list(data.shape)
@@ -157,6 +159,7 @@ def _split_compute(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]
     x = xs[0]
     axis = int(attrs.axis)
     points = _split_points(x.shape[axis], attrs.indices_or_sections)
+    assert points is not None
     return tuple(np.split(x, points, axis=axis))
 
 
@@ -208,7 +211,8 @@ def _strided_slice_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
                                 expected=f"at most {data.ndim} entries", actual=type_str(data))
     shape: list[Dim] = []
     for dim, sl in zip(data.shape, slices_for(data.shape, attrs)):
-        shape.append(ANY if sl is None else len(range(*sl.indices(int(dim)))))
+        shape.append(len(range(*sl.indices(dim))) if sl is not None and isinstance(dim, int)
+                     else ANY)
     return TensorType(shape, data.dtype)
 
 
@@ -254,11 +258,11 @@ def _take_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
         mode = "raise"
     if batch == 0:
         return np.take(data, indices, axis=axis, mode=mode)
-    return _batched_take(data, indices, int(axis) % data.ndim, batch, mode)
+    return _batched_take(data, indices, int(attrs.axis) % data.ndim, batch, mode)
 
 
 def _batched_take(data: np.ndarray, indices: np.ndarray, axis: int, batch: int,
-                  mode: str) -> np.ndarray:
+                  mode: Any) -> np.ndarray:
     lead = data.shape[:batch]
     flat_d = data.reshape((-1, *data.shape[batch:]))
     flat_i = indices.reshape((-1, *indices.shape[batch:]))

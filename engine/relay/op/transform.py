@@ -273,7 +273,8 @@ def _repeat_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0)
     axis = normalize_axis(int(attrs.axis), data.ndim, 0, data)
     shape = list(data.shape)
-    shape[axis] = ANY if is_any(shape[axis]) else int(shape[axis]) * int(attrs.repeats)
+    size = shape[axis]
+    shape[axis] = size * int(attrs.repeats) if isinstance(size, int) else ANY
     return TensorType(shape, data.dtype)
 
 

@@ -66,7 +66,7 @@ def get_net(batch_size: int = 1, seq_len: int = 128, num_layers: int = 2, hidden
     emb = (op.take(var("word_embedding", shape=(vocab, hidden)), ids, axis=0)
            + op.take(var("position_embedding", shape=(max_position, hidden)), positions, axis=0)
            + op.take(var("token_type_embedding", shape=(type_vocab, hidden)), types, axis=0))
-    x = op.reshape(_layer_norm(emb, "embeddings_ln", hidden), (batch_size * seq_len, hidden))
+    x: Expr = op.reshape(_layer_norm(emb, "embeddings_ln", hidden), (batch_size * seq_len, hidden))
     mask = op.cast(op.reshape(mask_in, (batch_size, 1, 1, seq_len)), "float32")
     mask = (const(1.0) - mask) * const(-10000.0)
     for i in range(num_layers):

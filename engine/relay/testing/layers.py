@@ -14,7 +14,7 @@ def conv_bn(data: Expr, name: str, cin: int, cout: int, kernel: int, stride: int
     """conv2d (no bias) + batch_norm + activation ("relu", "relu6" or "")."""
     pad = kernel // 2
     weight = var(f"{name}_weight", shape=(cout, cin // groups, kernel, kernel))
-    conv = nn.conv2d(data, weight, strides=(stride, stride), padding=(pad, pad), groups=groups,
+    conv: Expr = nn.conv2d(data, weight, strides=(stride, stride), padding=(pad, pad), groups=groups,
                      channels=cout, kernel_size=(kernel, kernel))
     conv = _named(conv, name)
     bn = nn.batch_norm(conv, var(f"{name}_bn_gamma", shape=(cout,)),

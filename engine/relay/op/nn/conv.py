@@ -99,8 +99,8 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
         return np.matmul(w.reshape(o, -1), cols).reshape(n, o, oh, ow)
     if ig == 1 and groups == c:
         return _depthwise(win, w, n, c, o, oh, ow)
-    cols = win.reshape(n, groups, ig * kh * kw, oh * ow)
-    out = np.matmul(w.reshape(groups, o // groups, ig * kh * kw), cols)
+    gcols = win.reshape(n, groups, ig * kh * kw, oh * ow)
+    out = np.matmul(w.reshape(groups, o // groups, ig * kh * kw), gcols)
     return out.reshape(n, o, oh, ow)
 
 

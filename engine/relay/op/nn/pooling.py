@@ -62,8 +62,9 @@ def _geometry(x: np.ndarray, attrs: Attrs) -> tuple[int, int, tuple[int, int, in
     ceil = bool(attrs.ceil_mode)
     h, w = x.shape[2], x.shape[3]
     kh, kw = attrs.pool_size
-    oh = int(out_size(h, kh, attrs.strides[0], attrs.dilation[0], top, bottom, ceil))
-    ow = int(out_size(w, kw, attrs.strides[1], attrs.dilation[1], left, right, ceil))
+    oh = out_size(h, kh, attrs.strides[0], attrs.dilation[0], top, bottom, ceil)
+    ow = out_size(w, kw, attrs.strides[1], attrs.dilation[1], left, right, ceil)
+    assert isinstance(oh, int) and isinstance(ow, int)
     need_h = (oh - 1) * attrs.strides[0] + attrs.dilation[0] * (kh - 1) + 1
     need_w = (ow - 1) * attrs.strides[1] + attrs.dilation[1] * (kw - 1) + 1
     bottom = max(bottom, need_h - h - top)
@@ -152,8 +153,7 @@ def _global_compute(reduce: str) -> Any:
         layout = attrs.layout
         axes = (layout.index("H"), layout.index("W"))
         out = getattr(np, reduce)(x, axis=axes, keepdims=True).astype(x.dtype, copy=False)
-        return from_canonical(to_canonical(out, layout, layout), layout,
-                              attrs.get("out_layout") or layout)
+        return from_canonical(out, layout, attrs.get("out_layout") or layout)
     return compute
 
 
