@@ -150,14 +150,18 @@ class CallRewriter(ExprMutator):
         self.mod = mod
         self.count = 0
 
+    def rules_for(self, call: Call) -> Sequence[Rewrite]:
+        """The rewrites to try on `call` (by default: the table entry of its op)."""
+        name = op_name(call)
+        rules = self.rewrites.get(name, ()) if name is not None else ()
+        return (rules,) if callable(rules) else rules
+
     def visit_call(self, call: Call) -> Expr:
         post = super().visit_call(call)
-        name = op_name(call)
-        rules = self.rewrites.get(name) if name is not None else None
-        if rules is None or not isinstance(post, Call):
+        if not isinstance(post, Call):
             return post
-        for rule in (rules,) if callable(rules) else rules:
-            result = rule(call, post)  # type: ignore[operator]
+        for rule in self.rules_for(call):
+            result = rule(call, post)
             if result is not None:
                 self.count += 1
                 return copy_type(result, call)
