@@ -83,10 +83,17 @@ _LOCK = threading.Lock()
 
 def register_op(name: str, *, num_inputs: int = -1, arg_names: tuple[str, ...] = (),
                 description: str = "", support_level: int = 10,
-                attrs_type_key: str = "DictAttrs") -> Op:
-    """Register an operator by name (idempotent: re-registering updates its info)."""
+                attrs_type_key: str = "DictAttrs", override: bool = False) -> Op:
+    """Register an operator by name.
+
+    Registering a name that exists returns the existing op untouched (so a test can make
+    sure an op exists without clobbering the real definition); `override=True` replaces
+    its info.
+    """
     with _LOCK:
         op = _OPS.get(name)
+        if op is not None and not override:
+            return op
         if op is None:
             op = Op(name)
             _OPS[name] = op

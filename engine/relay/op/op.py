@@ -96,7 +96,7 @@ def define_op(name: str, arg_names: Sequence[str], type_rel: TypeRelation, patte
     arg_names = tuple(arg_names)
     count = len(arg_names) if num_inputs is None else num_inputs
     op = register_op(name, num_inputs=count, arg_names=arg_names, description=description,
-                     attrs_type_key=attrs_type_key)
+                     attrs_type_key=attrs_type_key, override=True)
     register_op_attr(name, "FTVMTypeRelation", _located_relation(name, arg_names, type_rel))
     register_op_attr(name, "TOpPattern", pattern)
     register_op_attr(name, "TOpIsStateful", stateful)
