@@ -39,17 +39,40 @@ from engine.relay.printer_writer import Writer
 ATOMIC = (Var, GlobalVar, Op, Constant)
 
 
-def _deps(node: Expr) -> tuple[Expr, ...]:
-    """Sub-expressions that must be bound before `node` is printed inline."""
+def _dataflow_kids(node: Expr) -> tuple[Expr, ...]:
     if isinstance(node, Call):
         return (node.op, *node.args)
     if isinstance(node, Tuple):
         return node.fields
     if isinstance(node, TupleGetItem):
         return (node.tuple_value,)
-    if isinstance(node, If):
-        return (node.cond,)
     return ()
+
+
+def _dataflow_closure(root: Expr) -> dict[Expr, None]:
+    """Non-atomic nodes reachable from `root` without entering a let, if or fn."""
+    found: dict[Expr, None] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ATOMIC) or node in found:
+            continue
+        found[node] = None
+        stack.extend(_dataflow_kids(node))
+    return found
+
+
+def _deps(node: Expr) -> tuple[Expr, ...]:
+    """Sub-expressions that must be bound before `node` is printed inline.
+
+    For an `if`, that includes what both branches share: it is bound once, before the
+    `if`, as converting to A-normal form would place it (the lowest common scope).
+    """
+    if isinstance(node, If):
+        other = _dataflow_closure(node.false_branch)
+        shared = [n for n in _dataflow_closure(node.true_branch) if n in other]
+        return (node.cond, *reversed(shared))
+    return _dataflow_kids(node)
 
 
 class MetaTable:

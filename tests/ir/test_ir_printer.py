@@ -138,6 +138,16 @@ def test_shared_subexpression_printed_once() -> None:
     assert "add(%0, %0)" in text
 
 
+def test_node_shared_by_both_branches_is_bound_before_the_if() -> None:
+    x, c = relay.var("x", shape=(3,)), relay.var("c", "bool")
+    shared = call("multiply", x, x)
+    text = astext(relay.Function([x, c], relay.If(c, call("add", shared, x),
+                                                  call("nn.relu", shared))))
+    assert text.count("multiply(") == 1
+    assert text.index("multiply(") < text.index("if (%c)")
+    assert_structural_equal(IRModule.from_expr(parse(text)["main"]), parse(text))
+
+
 def test_nested_function_attrs_and_global_calls() -> None:
     text = astext(fused(), show_meta_data=False)
     assert 'fn (%p0: Tensor[(1, 4), float32], %p1: Tensor[(1, 4), float32], Primitive=1, ' \
