@@ -20,7 +20,7 @@ from engine.ir.expr import (
 )
 from engine.ir.type import Any, AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type
 from engine.relay import analysis
-from engine.relay.expr import ExprWithOp, TupleWrapper, bind, const, var
+from engine.relay.expr import ExprWithOp, bind, const, var
 from engine.relay.expr_functor import ExprFunctor, ExprMutator, ExprVisitor
 from engine.relay.op import *  # noqa: F403  (relay.add, relay.nn, relay.image, ...)
 from engine.relay.scope_builder import ScopeBuilder
@@ -70,5 +70,5 @@ __all__ = [
     "ExprVisitor", "ExprWithOp", "FuncType", "Function", "FunctionWithFields", "GlobalVar", "If",
     "IfWithFields", "IncompleteType", "Let", "LetWithFields", "ScopeBuilder", "TensorType",
     "Tuple", "TupleGetItem", "TupleGetItemWithFields", "TupleType", "TupleWithFields",
-    "TupleWrapper", "Type", "Var", "VarWithFields", "analysis", "bind", "const", "var",
+    "Type", "Var", "VarWithFields", "analysis", "bind", "const", "var",
 ]

@@ -24,7 +24,7 @@ from engine.ir.type import TensorType, Type
 from engine.runtime.ndarray import NDArray
 
 ExprWithOp = Expr
-TupleWrapper = Tuple
+
 
 
 def var(name_hint: str, type_annotation: Type | str | None = None, shape: Sequence[Any] | None = None,
@@ -68,5 +68,5 @@ def bind(expr: Expr, binds: dict[Var, Expr]) -> Expr:
 
 __all__ = [
     "Call", "Constant", "Expr", "ExprWithOp", "Function", "GlobalVar", "If", "Let", "Tuple",
-    "TupleGetItem", "TupleWrapper", "Var", "bind", "const", "var",
+    "TupleGetItem", "Var", "bind", "const", "var",
 ]
