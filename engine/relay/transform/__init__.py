@@ -24,3 +24,4 @@ from engine.relay.transform.to_a_normal_form import ToANormalForm as ToANormalFo
 from engine.relay.transform.to_graph_normal_form import ToGraphNormalForm as ToGraphNormalForm
 from engine.relay.transform.lambda_lift import LambdaLift as LambdaLift
 from engine.relay.transform.remove_unused_functions import RemoveUnusedFunctions as RemoveUnusedFunctions  # noqa: E501
+from engine.relay.transform.fuse_ops import FuseOps as FuseOps
