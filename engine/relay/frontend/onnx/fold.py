@@ -21,7 +21,7 @@ _FOLD_ERRORS = (ValueError, TypeError, IndexError, KeyError, RuntimeError, NotIm
                 AttributeError, ZeroDivisionError, OverflowError)
 
 
-def _predicted_elements(node: onnx.NodeProto, values: Sequence[np.ndarray | None]) -> int:
+def _predicted_elements(node: onnx.NodeProto, values: Sequence[np.ndarray]) -> int:
     """Output size of ops whose output can dwarf their inputs (checked before evaluating)."""
     op = node.op_type
     if op == "ConstantOfShape" and values and values[0] is not None:
@@ -50,10 +50,14 @@ def fold_node(node: onnx.NodeProto, values: Sequence[np.ndarray | None],
     if any(attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
            for attr in node.attribute):
         return None
-    named = [(name, value) for name, value in zip(node.input, values) if name]
-    if not named or any(value is None for _, value in named):
-        return None
-    if sum(int(value.size) for _, value in named) > FOLD_LIMIT:  # type: ignore[union-attr]
+    named: list[tuple[str, np.ndarray]] = []
+    for name, value in zip(node.input, values):
+        if not name:
+            continue
+        if value is None:
+            return None
+        named.append((name, value))
+    if not named or sum(int(value.size) for _, value in named) > FOLD_LIMIT:
         return None
     if _predicted_elements(node, [v for _, v in named]) > FOLD_LIMIT:
         return None

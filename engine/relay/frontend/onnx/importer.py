@@ -92,7 +92,7 @@ class OnnxImporter:
             from engine.relay.transform import InferType  # type: ignore[attr-defined]
         except ImportError:
             return None
-        mod = InferType()(IRModule.from_expr(expr))
+        mod = InferType()(IRModule.from_expr(expr))  # type: ignore[operator]
         ty = mod["main"].body.checked_type
         if not isinstance(ty, TensorType):
             return None
@@ -216,7 +216,7 @@ class OnnxImporter:
             raise
         except _CONVERTER_ERRORS as err:
             raise ctx.fail(f"{type(err).__name__}: {err}") from err
-        outputs = [out] if isinstance(out, Expr) else list(out)
+        outputs: list[Expr | None] = [out] if isinstance(out, Expr) else list(out)
         if len(outputs) < len([o for o in ctx.output_names if o]):
             raise ctx.fail(f"produced {len(outputs)} outputs, the node declares "
                            f"{len(ctx.output_names)}")

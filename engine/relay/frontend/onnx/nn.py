@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +19,7 @@ _MAX_POOL = {1: "max_pool1d", 2: "max_pool2d", 3: "max_pool3d"}
 _AVG_POOL = {1: "avg_pool1d", 2: "avg_pool2d", 3: "avg_pool3d"}
 
 
-def _nn(ctx: NodeContext, table: dict[int, str], nd: int) -> object:
+def _nn(ctx: NodeContext, table: dict[int, str], nd: int) -> Callable[..., Any]:
     if nd not in table:
         raise ctx.fail(f"{nd}-D inputs are not supported (1-D to 3-D are)")
     return getattr(relay.nn, table[nd])

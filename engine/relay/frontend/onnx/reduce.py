@@ -60,8 +60,8 @@ _METHOD = {"nearest": "nearest_neighbor", "linear": "linear", "bilinear": "linea
 
 def _resize_size(ctx: NodeContext, scales_index: int, sizes_index: int) -> list[int]:
     in_shape = ctx.static_shape(0)
-    if ctx.has(sizes_index) and ctx.value(sizes_index) is not None and ctx.value(
-            sizes_index).size:
+    sizes = ctx.value(sizes_index)
+    if sizes is not None and sizes.size:
         return ctx.ints(sizes_index, "sizes")
     scales = np.asarray(ctx.const(scales_index, "scales"), dtype="float64").reshape(-1)
     return [int(np.floor(d * s)) for d, s in zip(in_shape, scales)]

@@ -13,6 +13,7 @@ from engine.ir.errors import UnsupportedOperatorError
 from engine.ir.expr import Expr, Function, Tuple, Var
 from engine.ir.module import IRModule
 from engine.ir.span import merge_spans
+from engine.ir.type import TensorType
 from engine.relay.frontend import result as res
 from engine.relay.frontend.common import (
     ConversionError,
@@ -157,9 +158,12 @@ class TorchImporter:
         return IRModule.from_expr(main)
 
     def _graph(self, outputs: list[Expr]) -> dict[str, Any]:
-        inputs = [res.tensor_entry(v.name_hint, [d if isinstance(d, int) else -1
-                                                 for d in v.type_annotation.shape],
-                                   v.type_annotation.dtype) for v in self.inputs.values()]
+        inputs = []
+        for var in self.inputs.values():
+            ty = var.type_annotation
+            assert isinstance(ty, TensorType)
+            inputs.append(res.tensor_entry(var.name_hint, [d if isinstance(d, int) else -1
+                                                           for d in ty.shape], ty.dtype))
         out_nodes = [n for n in self.program.graph.nodes if n.op == "output"]
         outs = []
         for arg in (out_nodes[0].args[0] if out_nodes else []):
