@@ -160,6 +160,7 @@ class BoundInference:
             reads = [ix for producer, ix in self.state.reads_of(consumer) if producer is stage]
             if reads:
                 self.ensure(consumer)
+                self._check_enclosed(stage, consumer, scope)
                 consumers.append((consumer, reads))
         relax: dict[E.Var, Interval] = {}
         for var, extent in self.state.loop_extent.items():
@@ -174,6 +175,19 @@ class BoundInference:
         if not per_dim or not per_dim[0]:
             return None
         return [union(items) for items in per_dim]
+
+    def _check_enclosed(self, stage: Stage, consumer: Stage, scope: set[E.Var]) -> None:
+        """A consumer must run inside the loops the producer is computed in."""
+        enclosing = set(self.state.scope_vars[id(consumer)])
+        enclosing.update(leaf.var for leaf in consumer.leaf_iter_vars)
+        if scope <= enclosing:
+            return
+        where = stage.attach_ivar.name if stage.attach_ivar is not None else "?"
+        parent = stage.attach_stage.name if stage.attach_stage is not None else "?"
+        raise LoweringError(f"stage {consumer.name} reads {stage.name}, which is computed inside "
+                            f"loop {where} of stage {parent}; that loop does not enclose "
+                            f"{consumer.name} (attach {consumer.name} there too, or compute "
+                            f"{stage.name} at the root)")
 
     def _clamp(self, iv: IterVar, region: Interval | None, scope: set[E.Var]) -> RootRange:
         full = _full_range(iv)

@@ -12,6 +12,7 @@ Vars with one name print as `i` and `i_1`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +51,9 @@ class Namer:
 
 
 def _float_text(value: float, dtype: str) -> str:
-    if value == int(value) and abs(value) < 1e15:
+    if not math.isfinite(value):
+        body = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    elif value == int(value) and abs(value) < 1e15:
         body = str(int(value))
     else:
         body = repr(value)
