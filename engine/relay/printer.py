@@ -53,9 +53,18 @@ class SourceMapEntry:
     is_ref: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        """The protocol's SourceMapEntry (docs/PROTOCOL.md)."""
-        return {"node_id": self.node_id, "kind": self.kind, "start": list(self.start),
-                "end": list(self.end), "spans": list(self.spans), "op": self.op}
+        """The protocol's SourceMapEntry (docs/PROTOCOL.md); a use also has `"ref": true`."""
+        return _entry_dict(self.node_id, self.kind, self.start, self.end, self.spans, self.op,
+                           self.is_ref)
+
+
+def _entry_dict(node_id: int, kind: str, start: tuple[int, int], end: tuple[int, int],
+                spans: tuple[str, ...], op: str | None, is_ref: bool) -> dict[str, Any]:
+    out = {"node_id": node_id, "kind": kind, "start": list(start), "end": list(end),
+           "spans": list(spans), "op": op}
+    if is_ref:
+        out["ref"] = True
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +109,9 @@ class PrintResult:
         return self._source_map
 
     def to_json(self, include_refs: bool = True) -> list[dict[str, Any]]:
-        """The source map as protocol dicts, in text order."""
-        return [{"node_id": e[0], "kind": e[1], "start": [e[2] + off + 1, e[3]],
-                 "end": [e[4] + off + 1, e[5]], "spans": list(e[6]), "op": e[7]}
+        """The source map as protocol dicts, in text order (uses carry `"ref": true`)."""
+        return [_entry_dict(e[0], e[1], (e[2] + off + 1, e[3]), (e[4] + off + 1, e[5]), e[6],
+                            e[7], e[8])
                 for off, e in self._raw_entries() if include_refs or not e[8]]
 
     @property

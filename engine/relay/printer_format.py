@@ -186,10 +186,23 @@ _TYPE_TEXT: dict[type, Callable[[Any], str]] = {
 def register_type_text(cls: type, printer: Callable[[Any], str]) -> None:
     """Teach the printer a new Type class (its parser support is separate)."""
     _TYPE_TEXT[cls] = printer
+    _cached_type_text.cache_clear()
 
 
 def type_text(ty: Type | None) -> str:
     """Relay text of a type: `Tensor[(1, 3), float32]`, `float32`, `(T1, T2)`, `fn (T) -> T`."""
+    try:
+        return _cached_type_text(ty)
+    except TypeError:  # an unhashable Type subclass
+        return _type_text(ty)
+
+
+@lru_cache(maxsize=1 << 14)
+def _cached_type_text(ty: Type | None) -> str:
+    return _type_text(ty)
+
+
+def _type_text(ty: Type | None) -> str:
     if ty is None:
         return "_"
     printer = _TYPE_TEXT.get(type(ty))
