@@ -264,7 +264,7 @@ class _Parser(lx.TokenStream):
         try:
             return Op.get(text)
         except OpNotFoundError as err:
-            raise self.error(f"unknown operator {text!r}: {err}", offset) from None
+            raise self.error(str(err), offset) from None
 
     def boolean(self, text: str, offset: int) -> Constant:
         return Constant(NDArray(np.array(text == "True")), span=self.trailer())

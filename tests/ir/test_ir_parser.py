@@ -276,7 +276,7 @@ def test_bare_expression_becomes_main() -> None:
 
 
 @pytest.mark.parametrize("text, message, line, column", [
-    ("def @main(%x) {\n  nn.not_an_op(%x)\n}", "unknown operator 'nn.not_an_op'", 2, 3),
+    ("def @main(%x) {\n  nn.not_an_op(%x)\n}", "operator 'nn.not_an_op' is not registered", 2, 3),
     ("def @main(%x) {\n  %0 = nn.relu(%y);\n  %0\n}", "undefined variable %y", 2, 16),
     ("def @main(%x) {\n  %1\n}", "undefined variable %1", 2, 3),
     ("def @main(%x) {\n  nn.relu(%x) /* bad name */\n}", "expected ','", 2, 22),
