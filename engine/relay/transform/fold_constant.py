@@ -43,7 +43,7 @@ def _to_expr(value: object) -> Expr:
     """An interpreter value as a constant (a tuple value as a Tuple of constants)."""
     if isinstance(value, tuple):
         return Tuple(tuple(_to_expr(v) for v in value))
-    return Constant(np.ascontiguousarray(np.asarray(value)))
+    return Constant(np.array(value))  # a copy, scalars keep rank 0
 
 
 class ConstantFolder(ExprMutator):
