@@ -201,8 +201,9 @@ class BoundInference:
         if extent.is_const and isinstance(dom_ext, int) and extent.const >= dom_ext:
             return full
         bounds = self._const_extents()
-        low = region.lo.bound(bounds, upper=False)
-        high = region.hi.bound(bounds, upper=True)
+        low_range, high_range = region.lo.range(bounds), region.hi.range(bounds)
+        low = None if low_range is None else low_range[0]
+        high = None if high_range is None else high_range[1]
         check_lo = not (isinstance(dom_min, int) and low is not None and low >= dom_min)
         check_hi = not (isinstance(dom_min, int) and isinstance(dom_ext, int)
                         and high is not None and high < dom_min + dom_ext)

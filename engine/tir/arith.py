@@ -111,16 +111,30 @@ class Linear:
             out.update(collect_vars(e))
         return out
 
-    def bound(self, extents: dict[E.Var, int], upper: bool) -> int | None:
-        """Max (upper) or min of the form when each term is a loop var in [0, extent)."""
-        total = self.const
+    def range(self, extents: dict[E.Var, int]) -> tuple[int, int] | None:
+        """Min and max of the form when each loop var v lies in [0, extents[v])."""
+        lo = hi = self.const
         for coeff, e in self.terms.values():
-            ext = extents.get(e) if isinstance(e, E.Var) else None
-            if ext is None:
+            term = term_range(e, extents)
+            if term is None:
                 return None
-            if (coeff > 0) == upper:
-                total += coeff * (ext - 1)
-        return total
+            a, b = coeff * term[0], coeff * term[1]
+            lo, hi = lo + min(a, b), hi + max(a, b)
+        return lo, hi
+
+
+def term_range(e: E.PrimExpr, extents: dict[E.Var, int]) -> tuple[int, int] | None:
+    """The integer range of a linear term: a loop var, `x % c`, or `x // c`."""
+    if isinstance(e, E.Var):
+        ext = extents.get(e)
+        return None if ext is None else (0, ext - 1)
+    divisor = _const_int(e.b) if isinstance(e, (E.FloorMod, E.FloorDiv)) else None
+    if divisor is None or divisor <= 0:
+        return None
+    if isinstance(e, E.FloorMod):
+        return 0, divisor - 1
+    inner = to_linear(e.a).range(extents)
+    return None if inner is None else (inner[0] // divisor, inner[1] // divisor)
 
 
 def collect_vars(e: E.PrimExpr) -> set[E.Var]:
