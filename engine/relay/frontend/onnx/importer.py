@@ -35,7 +35,7 @@ from engine.relay.frontend.onnx.model import (
     tensor_to_array,
     topological_nodes,
 )
-from engine.relay.frontend.onnx.shapes import TensorInfo, infer_tensor_info
+from engine.relay.frontend.onnx.shapes import TensorInfo, infer_tensor_info, light_model
 from engine.relay.frontend.onnx.table import NodeContext, lookup, supported_ops
 from engine.relay.frontend.onnx.util import onnx_dtype
 from engine.runtime.ndarray import NDArray
@@ -104,7 +104,9 @@ class OnnxImporter:
     def run(self) -> tuple[IRModule, dict[str, NDArray], dict[str, Any], list[str]]:
         self._check_opset()
         nodes = self._validate()
-        self.info, warning = infer_tensor_info(self.model, self.pinned)
+        light = light_model(self.model, self.pinned, nodes)
+        run_checker(light)
+        self.info, warning = infer_tensor_info(light)
         if warning:
             self.warnings.append(warning)
         self._make_inputs()
@@ -128,16 +130,7 @@ class OnnxImporter:
         if unsupported:
             raise UnsupportedOperatorError("onnx", dict(unsupported))
         check_declared_sizes(self.graph)
-        nodes = topological_nodes(self.graph)
-        if all(a is b for a, b in zip(nodes, self.graph.node)):
-            run_checker(self.model)
-        else:
-            ordered = onnx.ModelProto()
-            ordered.CopyFrom(self.model)
-            del ordered.graph.node[:]
-            ordered.graph.node.extend(nodes)
-            run_checker(ordered)
-        return nodes
+        return topological_nodes(self.graph)
 
     def _input_dtype(self, info: onnx.ValueInfoProto) -> str:
         if isinstance(self.dtype, Mapping) and info.name in self.dtype:

@@ -26,7 +26,8 @@ def _dims(type_proto: onnx.TypeProto) -> tuple[int | None, ...] | None:
                  for d in tensor.shape.dim)
 
 
-def _light_graph(graph: onnx.GraphProto, pinned: Mapping[str, Sequence[int]]) -> onnx.GraphProto:
+def _light_graph(graph: onnx.GraphProto, pinned: Mapping[str, Sequence[int]],
+                 nodes: Sequence[onnx.NodeProto]) -> onnx.GraphProto:
     inputs, initializers = [], []
     seen: set[str] = set()
     for tensor in graph.initializer:
@@ -50,17 +51,24 @@ def _light_graph(graph: onnx.GraphProto, pinned: Mapping[str, Sequence[int]]) ->
             for d in pinned[info.name]:
                 dims.add().dim_value = int(d)
         inputs.append(copy)
-    return helper.make_graph(list(graph.node), graph.name or "g", inputs, list(graph.output),
-                             initializer=initializers)
+    return helper.make_graph(list(nodes), graph.name or "g", inputs, list(graph.output),
+                             initializer=initializers, value_info=list(graph.value_info))
 
 
-def infer_tensor_info(model: onnx.ModelProto, pinned: Mapping[str, Sequence[int]]
-                      ) -> tuple[dict[str, TensorInfo], str | None]:
-    """name -> (shape with None for unknown dims, dtype) for every tensor onnx could infer,
-    and a warning when inference failed."""
-    light = helper.make_model(_light_graph(model.graph, pinned),
+def light_model(model: onnx.ModelProto, pinned: Mapping[str, Sequence[int]],
+                nodes: Sequence[onnx.NodeProto]) -> onnx.ModelProto:
+    """The model with `nodes` (topologically sorted), pinned input shapes, and big
+    initializers as typed inputs: what the checker and shape inference need, cheaply."""
+    light = helper.make_model(_light_graph(model.graph, pinned, nodes),
                               opset_imports=list(model.opset_import))
     light.ir_version = model.ir_version
+    light.functions.extend(model.functions)
+    return light
+
+
+def infer_tensor_info(light: onnx.ModelProto) -> tuple[dict[str, TensorInfo], str | None]:
+    """name -> (shape with None for unknown dims, dtype) for every tensor onnx could infer,
+    and a warning when inference failed."""
     try:
         inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False,
                                                      data_prop=True)
