@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from engine.te.errors import LoweringError
 from engine.te.loops import RootRange, StageLoops
 from engine.te.schedule import Schedule
-from engine.te.stage import AttachType, Stage
+from engine.te.stage import AttachType, Split, Stage
 from engine.te.tensor import ComputeOp, IterVar
 from engine.tir import expr as E
 from engine.tir.arith import Interval, Linear, eval_interval, simplify, to_linear, union
@@ -94,13 +94,20 @@ def _full_range(iv: IterVar) -> RootRange:
     return RootRange(iv.dom.min, iv.dom.extent)
 
 
-def _leaf_position(parent: Stage, iv: IterVar | None) -> int:
-    for pos, leaf in enumerate(parent.leaf_iter_vars):
-        if leaf is iv:
-            return pos
-    name = iv.name if iv is not None else "?"
-    raise LoweringError(f"compute_at target {name} is not a leaf loop of stage {parent.name} "
-                        "(was it split or fused after compute_at?)")
+def attach_position(parent: Stage, iv: IterVar | None) -> int:
+    """Leaf position of the loop a stage attached at `iv` goes into: `iv` itself, or, if
+    `iv` was split or fused since, the innermost leaf derived from it (where it is fixed)."""
+    derived = {id(iv)}
+    for rel in parent.relations:
+        sources = (rel.parent,) if isinstance(rel, Split) else (rel.outer, rel.inner)
+        targets = (rel.outer, rel.inner) if isinstance(rel, Split) else (rel.fused,)
+        if any(id(src) in derived for src in sources):
+            derived.update(id(t) for t in targets)
+    positions = [pos for pos, leaf in enumerate(parent.leaf_iter_vars) if id(leaf) in derived]
+    if not positions:
+        name = iv.name if iv is not None else "?"
+        raise LoweringError(f"compute_at target {name} is not a loop of stage {parent.name}")
+    return max(positions)
 
 
 class BoundInference:
@@ -135,7 +142,7 @@ class BoundInference:
         if parent is None or not is_lowered(parent):
             raise LoweringError(f"stage {stage.name} is attached to a stage that is not lowered")
         self.ensure(parent)
-        pos = _leaf_position(parent, stage.attach_ivar)
+        pos = attach_position(parent, stage.attach_ivar)
         outer = self.state.scope_vars[id(parent)]
         return outer + [leaf.var for leaf in parent.leaf_iter_vars[:pos + 1]]
 

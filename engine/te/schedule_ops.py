@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.te.bound import LowerState, infer_bounds, is_lowered
+from engine.te.bound import LowerState, attach_position, infer_bounds, is_lowered
 from engine.te.errors import LoweringError
 from engine.te.schedule import Schedule
 from engine.te.stage import AttachType, IterVarAttr, Stage
@@ -74,7 +74,9 @@ class NestBuilder:
             if not is_lowered(stage):
                 continue
             if stage.attach_type == AttachType.SCOPE:
-                key = (id(stage.attach_stage), id(stage.attach_ivar))
+                parent = stage.attach_stage
+                leaf = parent.leaf_iter_vars[attach_position(parent, stage.attach_ivar)]
+                key = (id(parent), id(leaf))
                 self.children.setdefault(key, []).append(stage)
             if id(stage) in self.buffers:
                 continue
