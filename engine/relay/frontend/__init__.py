@@ -15,15 +15,15 @@ from engine.relay.frontend.common import (
     UnsafeModelError,
     set_span,
 )
+from engine.relay.frontend.load import describe, detect_format, load
 from engine.relay.frontend.result import ImportResult
+
+# (`load` is imported eagerly: the submodule `frontend.load` must not shadow the function.)
 
 _LAZY: dict[str, tuple[str, str]] = {
     "from_onnx": ("engine.relay.frontend.onnx", "from_onnx"),
     "from_tflite": ("engine.relay.frontend.tflite", "from_tflite"),
     "from_pytorch": ("engine.relay.frontend.pytorch", "from_pytorch"),
-    "load": ("engine.relay.frontend.load", "load"),
-    "describe": ("engine.relay.frontend.load", "describe"),
-    "detect_format": ("engine.relay.frontend.load", "detect_format"),
 }
 
 
