@@ -38,7 +38,7 @@ export function mountHome(root) {
         + "schedule primitives of each fused kernel."),
       drop, fileInput,
       h("div.home-options", {},
-        h("label.inline", {}, autorun, " run the default pipeline (O3, numerics check, build) right away"),
+        h("label.inline", {}, autorun, " run the pipeline right away (your last options; O3, numerics check and build by default)"),
         h("details.advanced", {}, h("summary", {}, "Input shapes"),
           h("p.hint", {}, "Only for models with dynamic input dimensions: a JSON object of input name → shape."),
           shapes)),
