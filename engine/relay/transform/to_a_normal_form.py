@@ -31,6 +31,7 @@ from engine.ir.expr import (
 )
 from engine.ir.module import IRModule
 from engine.ir.op import Op
+from engine.ir.structural import structural_equal
 from engine.relay.transform._rewrite import copy_type
 from engine.transform import PassContext, module_pass, register_pass
 
@@ -194,7 +195,9 @@ def to_a_normal_form(expr: Expr) -> Expr:
         if expr.is_primitive():
             return expr
         body = to_a_normal_form(expr.body)
-        return expr if body is expr.body else replace(expr, body=body)
+        if body is expr.body or structural_equal(body, expr.body, map_free_vars=True):
+            return expr  # already in A-normal form: keep the same object
+        return replace(expr, body=body)
     if isinstance(expr, (*ATOMS, Constant)):
         return expr
     conv = ANFConverter()

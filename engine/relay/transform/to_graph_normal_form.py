@@ -39,6 +39,7 @@ class GraphNormalizer(ExprMutator):
             if isinstance(node.value, Function) and node.var in free_vars(node.value):
                 value = Let(node.var, value, node.var, span=node.span)  # recursive binding
             self.values[node.var] = value
+            self.memo_map.pop(node.var, None)  # a recursive value saw the variable itself
             node = node.body
         return self.visit(node)
 
