@@ -8,14 +8,30 @@ HOST ?= 127.0.0.1
 PORT ?= 5000
 PYTEST_ARGS ?=
 
-.PHONY: run test setup frontend chromium lint typecheck pytest bench clean
+.PHONY: run test setup test-extras frontend chromium lint typecheck pytest bench clean
 
 run: setup frontend
 	$(VENV)/bin/explorer serve --demo --host $(HOST) --port $(PORT)
 
-test: setup frontend chromium lint typecheck pytest
+test: setup test-extras frontend chromium lint typecheck pytest
 
 setup: $(STAMP)
+
+# Test-only extras: PyTorch for the PyTorch frontend tests (torch==2.13.0 installs from the
+# machine's local wheel; where it cannot be had, those tests skip), and tflite-runtime in its
+# own venv (it needs numpy<2) as the reference for the TFLite frontend tests.
+test-extras: $(VENV)/.torch .venv-tflite/.installed
+
+$(VENV)/.torch: $(STAMP)
+	$(PIP) install --quiet --disable-pip-version-check 'torch==2.13.0' \
+		|| echo "torch==2.13.0 could not be installed: the PyTorch frontend tests will be skipped"
+	touch $@
+
+.venv-tflite/.installed:
+	test -x .venv-tflite/bin/python || python3 -m venv .venv-tflite
+	.venv-tflite/bin/pip install --quiet --disable-pip-version-check 'numpy<2' tflite-runtime \
+		|| echo "tflite-runtime could not be installed: TFLite reference comparisons will be skipped"
+	touch $@
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -57,4 +73,4 @@ bench: setup
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) node_modules static/dist
+	rm -rf $(VENV) .venv-tflite node_modules static/dist
