@@ -59,7 +59,7 @@ class LowerState:
         if producer.attach_type != AttachType.INLINE:
             return E.ProducerLoad(producer=node.producer, indices=indices)
         inner = self.body(producer)
-        vmap = {iv.var: index for iv, index in zip(producer.op.axis, indices)}
+        vmap = {iv.var: index for iv, index in zip(compute_op(producer).axis, indices)}
         return substitute(inner, vmap)
 
     def reads_of(self, stage: Stage) -> list[tuple[Stage, tuple[E.PrimExpr, ...]]]:
@@ -82,6 +82,12 @@ class LowerState:
         loops = self.loops[id(stage)]
         idx = loops.index_map({iv: iv.var for iv in stage.leaf_iter_vars})
         return {iv.var: value for iv, value in loops.root_values(idx).items()}
+
+
+def compute_op(stage: Stage) -> ComputeOp:
+    if not isinstance(stage.op, ComputeOp):
+        raise LoweringError(f"stage {stage.name} is not a compute stage")
+    return stage.op
 
 
 def is_lowered(stage: Stage) -> bool:
@@ -173,7 +179,7 @@ class BoundInference:
         for var, extent in self.state.loop_extent.items():
             if var not in scope:
                 relax[var] = Interval(Linear(), to_linear(extent).add_const(-1))
-        per_dim: list[list[Interval | None]] = [[] for _ in stage.op.axis]
+        per_dim: list[list[Interval | None]] = [[] for _ in compute_op(stage).axis]
         for consumer, reads in consumers:
             vmap = self.state.root_vars(consumer)
             for indices in reads:

@@ -52,6 +52,7 @@ class StageLoops:
                 if rel.factor is not None:
                     outer, inner = ceildiv(parent, rel.factor), rel.factor
                 else:
+                    assert rel.nparts is not None  # split() sets exactly one of the two
                     outer, inner = rel.nparts, ceildiv(parent, rel.nparts)
                 self.extent[rel.outer], self.extent[rel.inner] = outer, inner
             else:

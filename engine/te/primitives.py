@@ -186,6 +186,7 @@ def cache_read(sch: Schedule, stage: Stage | None, tensor: Tensor, scope: str,
     reader_stages = _reader_stages(sch, readers)
     cache = _copy_of(tensor, f"{tensor.op.name}.{scope}")
     for reader in reader_stages:
+        assert isinstance(reader.op, ComputeOp)  # checked by _reader_stages
         new_op = _replace_reads(reader.op, tensor, cache)
         if not any(t is cache for t in new_op.input_tensors):
             raise ScheduleError(f"cache_read: stage {reader.name} does not read {tensor.name}")

@@ -78,6 +78,8 @@ class Schedule:
     def insert_stage(self, stage: Stage, before: Stage | None = None,
                      after: Stage | None = None) -> None:
         anchor = before if before is not None else after
+        if anchor is None:
+            raise ScheduleError("insert_stage needs before= or after=")
         position = self.stage_index(anchor) + (0 if before is not None else 1)
         self._add_stage(stage, position)
 

@@ -15,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.te.bound import LowerState, attach_position, infer_bounds, is_lowered
+from engine.te.bound import (
+    LowerState,
+    attach_position,
+    compute_op,
+    infer_bounds,
+    is_lowered,
+)
 from engine.te.errors import LoweringError
 from engine.te.schedule import Schedule
 from engine.te.stage import AttachType, IterVarAttr, Stage
@@ -75,6 +81,8 @@ class NestBuilder:
                 continue
             if stage.attach_type == AttachType.SCOPE:
                 parent = stage.attach_stage
+                if parent is None:
+                    raise LoweringError(f"stage {stage.name} is attached to no stage")
                 leaf = parent.leaf_iter_vars[attach_position(parent, stage.attach_ivar)]
                 key = (id(parent), id(leaf))
                 self.children.setdefault(key, []).append(stage)
@@ -172,7 +180,8 @@ class NestBuilder:
         loops = self.state.loops[id(stage)]
         local = id(stage) in self.offsets
         values = loops.root_values(idx)
-        return tuple(simplify(idx[iv] if local else values[iv]) for iv in stage.op.axis)
+        axes = compute_op(stage).axis
+        return tuple(simplify(idx[iv] if local else values[iv]) for iv in axes)
 
     def stage_stmt(self, stage: Stage) -> Stmt:
         body = self.state.body(stage)

@@ -97,13 +97,13 @@ class Stage:
             return self._span
         return self.schedule.spans if self.schedule is not None else UNKNOWN_SPAN
 
-    @property
-    def own_span(self) -> SpanLike | None:
-        return self._span
-
     @span.setter
     def span(self, value: SpanLike) -> None:
         self._span = value
+
+    @property
+    def own_span(self) -> SpanLike | None:
+        return self._span
 
     @property
     def is_placeholder(self) -> bool:

@@ -128,7 +128,9 @@ def term_range(e: E.PrimExpr, extents: dict[E.Var, int]) -> tuple[int, int] | No
     if isinstance(e, E.Var):
         ext = extents.get(e)
         return None if ext is None else (0, ext - 1)
-    divisor = _const_int(e.b) if isinstance(e, (E.FloorMod, E.FloorDiv)) else None
+    if not isinstance(e, (E.FloorMod, E.FloorDiv)):
+        return None
+    divisor = _const_int(e.b)
     if divisor is None or divisor <= 0:
         return None
     if isinstance(e, E.FloorMod):
@@ -352,6 +354,8 @@ def _iv_minmax(e: Any, relax: Relax) -> Interval | None:
         return None
     if a.is_point and b.is_point:
         return Interval.point(to_linear(type(e)(a=a.lo.to_expr(), b=b.lo.to_expr())))
+    lo: Linear | None
+    hi: Linear | None
     if isinstance(e, E.Min):  # min <= a.hi always; the low end must be comparable
         lo, hi = _pick(a.lo, b.lo, smaller=True), _pick(a.hi, b.hi, smaller=True) or a.hi
     else:  # max >= a.lo always; the high end must be comparable

@@ -58,7 +58,7 @@ def _zero(dtype: str) -> str:
     return "0.0" if E.is_float(dtype) else ("False" if dtype == "bool" else "0")
 
 
-_ARITH = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=",
+_ARITH: dict[type, str] = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=",
           E.EQ: "==", E.NE: "!=", E.And: "and", E.Or: "or"}
 
 
@@ -109,7 +109,7 @@ class PyCodegen:
         if handler is not None:
             return handler(expr)
         symbol = _ARITH.get(type(expr))
-        if symbol is None:
+        if symbol is None or not isinstance(expr, E.BinaryOpExpr):
             raise EvalError(f"cannot evaluate {type(expr).__name__} (lower the schedule first)")
         return f"({self.e(expr.a)} {symbol} {self.e(expr.b)})"
 

@@ -214,8 +214,12 @@ def _identity_truth(self: BinaryOpExpr) -> bool:
     return self.a is self.b
 
 
-EQ.__bool__ = _identity_truth  # type: ignore[attr-defined]
-NE.__bool__ = lambda self: self.a is not self.b  # type: ignore[attr-defined]
+def _difference_truth(self: BinaryOpExpr) -> bool:
+    return self.a is not self.b
+
+
+setattr(EQ, "__bool__", _identity_truth)  # noqa: B010  (TVM: `x == y` tests identity)
+setattr(NE, "__bool__", _difference_truth)  # noqa: B010
 
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)

@@ -32,10 +32,10 @@ from engine.tir.expr import (
 )
 
 
-def _safe(fn: Callable[[float], float], overflow: float) -> Callable[[float], float]:
-    def run(x: float) -> float:
+def _safe(fn: Callable[..., float], overflow: float) -> Callable[..., float]:
+    def run(*x: float) -> float:
         try:
-            return fn(x)
+            return fn(*x)
         except OverflowError:
             return overflow
         except ValueError:
