@@ -157,7 +157,9 @@ class PythonPrinter:
         if known is not None:
             return known
         if iv.iter_type == IterVarType.ThreadIndex:
-            dom = "" if iv.dom is None else f"({iv.dom.min}, {simplify(iv.dom.min + iv.dom.extent)}), "
+            dom = ""
+            if iv.dom is not None:
+                dom = f"({iv.dom.min}, {simplify(iv.dom.min + iv.dom.extent)}), "
             return f'te.thread_axis({dom}"{iv.thread_tag}")'
         for stage in self.sch.stages:
             op = stage.origin_op

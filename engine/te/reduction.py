@@ -24,7 +24,8 @@ class CommReducer:
     result: tuple[E.PrimExpr, ...]
     identity_element: tuple[E.PrimExpr, ...]
 
-    def combine(self, acc: Sequence[E.PrimExpr], value: Sequence[E.PrimExpr]) -> tuple[E.PrimExpr, ...]:
+    def combine(self, acc: Sequence[E.PrimExpr],
+                value: Sequence[E.PrimExpr]) -> tuple[E.PrimExpr, ...]:
         vmap = dict(zip(self.lhs, acc)) | dict(zip(self.rhs, value))
         return tuple(substitute(r, vmap) for r in self.result)
 

@@ -125,7 +125,8 @@ class Stage:
     def _apply(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.schedule._apply(name, self, args, kwargs)
 
-    def split(self, parent: IterVar, factor: Any = None, nparts: Any = None) -> tuple[IterVar, IterVar]:
+    def split(self, parent: IterVar, factor: Any = None,
+              nparts: Any = None) -> tuple[IterVar, IterVar]:
         """Split `parent` into (outer, inner) by `factor` (inner extent) or `nparts`."""
         return self._apply("split", parent, factor=factor, nparts=nparts)
 

@@ -58,8 +58,10 @@ def _zero(dtype: str) -> str:
     return "0.0" if E.is_float(dtype) else ("False" if dtype == "bool" else "0")
 
 
-_ARITH: dict[type, str] = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=",
-          E.EQ: "==", E.NE: "!=", E.And: "and", E.Or: "or"}
+_ARITH: dict[type, str] = {
+    E.Add: "+", E.Sub: "-", E.Mul: "*", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=",
+    E.EQ: "==", E.NE: "!=", E.And: "and", E.Or: "or",
+}
 
 
 class PyCodegen:
@@ -79,7 +81,8 @@ class PyCodegen:
             E.Var: self._var, E.SizeVar: self._var, E.IntImm: self._int, E.FloatImm: self._float,
             E.Div: self._div, E.Mod: lambda e: self._fn("_truncmod", e.a, e.b),
             E.FloorDiv: self._floordiv, E.FloorMod: lambda e: f"({self.e(e.a)} % {self.e(e.b)})",
-            E.Min: lambda e: self._fn("_min", e.a, e.b), E.Max: lambda e: self._fn("_max", e.a, e.b),
+            E.Min: lambda e: self._fn("_min", e.a, e.b),
+            E.Max: lambda e: self._fn("_max", e.a, e.b),
             E.Not: lambda e: f"(not {self.e(e.a)})", E.Select: self._select, E.Cast: self._cast,
             E.Call: self._call, E.BufferLoad: self._load, E.Let: self._let,
         }

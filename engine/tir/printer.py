@@ -168,7 +168,8 @@ class StmtPrinter:
         elif s.kind is not S.ForKind.SERIAL:
             kind = f' "{s.kind.value}"'
         notes = "".join(f' "pragma_{k}={v}"' for k, v in s.annotations)
-        head = f"for ({self.e(s.loop_var)}: {s.loop_var.dtype}, {self.e(s.min)}, {self.e(s.extent)})"
+        var = f"{self.e(s.loop_var)}: {s.loop_var.dtype}"
+        head = f"for ({var}, {self.e(s.min)}, {self.e(s.extent)})"
         self.emit(f"{head}{kind}{notes} {{", indent, s.origin)
         self.stmt(s.body, indent + 1)
         self.emit("}", indent, s.origin)

@@ -114,12 +114,12 @@ def test_compute_inline_rejects_reductions_and_outputs() -> None:
     A = te.placeholder((4, 4), name="A")
     k = te.reduce_axis((0, 4), name="k")
     R = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="R")
-    O = te.compute((4,), lambda i: R[i] + 1.0, name="O")
-    s = te.create_schedule(O.op)
+    out = te.compute((4,), lambda i: R[i] + 1.0, name="out")
+    s = te.create_schedule(out.op)
     with pytest.raises(te.ScheduleError, match="not an injective"):
         s[R].compute_inline()
     with pytest.raises(te.ScheduleError, match="is an output"):
-        s[O].compute_inline()
+        s[out].compute_inline()
 
 
 def test_missing_input_in_args_is_a_clear_error() -> None:
