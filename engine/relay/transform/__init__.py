@@ -25,3 +25,6 @@ from engine.relay.transform.to_graph_normal_form import ToGraphNormalForm as ToG
 from engine.relay.transform.lambda_lift import LambdaLift as LambdaLift
 from engine.relay.transform.remove_unused_functions import RemoveUnusedFunctions as RemoveUnusedFunctions  # noqa: E501
 from engine.relay.transform.fuse_ops import FuseOps as FuseOps
+from engine.relay.transform.fold_scale_axis import FoldScaleAxis as FoldScaleAxis
+from engine.relay.transform.fold_scale_axis import BackwardFoldScaleAxis as BackwardFoldScaleAxis  # noqa: E501
+from engine.relay.transform.fold_scale_axis import ForwardFoldScaleAxis as ForwardFoldScaleAxis
