@@ -85,3 +85,11 @@ def test_deep_let_chain_without_recursion():
 def test_pass_info():
     info = relay.transform.DeadCodeElimination(inline_once=True, ignore_impurity=True).info
     assert (info.name, info.opt_level) == ("DeadCodeElimination", 1)
+
+
+def test_variable_returned_by_the_chain_is_live():
+    x = relay.var("x", shape=(2,))
+    a, b = relay.var("a"), relay.var("b")
+    before = relay.Function([x], relay.Let(a, relay.nn.relu(x), relay.Let(b, a, b)))
+    out = dce(before, inline_once=True)
+    assert_structural_equal(out, run_opt_pass(relay.Function([x], relay.nn.relu(x)), []))

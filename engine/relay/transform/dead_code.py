@@ -54,30 +54,38 @@ class Purity:
 
 
 def live_uses(body: Expr, purity: Purity, ignore_impurity: bool) -> Counter[Var]:
-    """How many live expressions use each let-bound variable."""
+    """How many live expressions use each let-bound variable (a let's value is only
+    visited once its variable is found used, so dead chains cost nothing)."""
     uses: Counter[Var] = Counter()
     waiting: dict[Var, Let] = {}
     seen: set[int] = set()
-    stack: list[Expr] = [body]
+    stack: list[Expr] = []
+
+    def use(expr: Expr) -> None:
+        if not isinstance(expr, Var):
+            stack.append(expr)
+            return
+        uses[expr] += 1
+        if expr in waiting:
+            use(waiting.pop(expr).value)
+
+    use(body)
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
         if isinstance(node, Let):
-            stack.append(node.body)
+            use(node.body)
             if uses[node.var] or (not ignore_impurity and not purity.is_pure(node.value)):
-                stack.append(node.value)
+                use(node.value)
             else:
                 waiting[node.var] = node
-            continue
-        for kid in children(node):
-            if isinstance(kid, Var):
-                uses[kid] += 1
-                if kid in waiting:
-                    stack.append(waiting.pop(kid).value)
-            elif not isinstance(node, Function) or kid is node.body:
-                stack.append(kid)
+        elif isinstance(node, Function):
+            use(node.body)
+        else:
+            for kid in children(node):
+                use(kid)
     return uses
 
 
