@@ -96,10 +96,14 @@ def pipeline_gate() -> Iterator[PipelineGate]:
 
     def gated_pipeline(opt_level: int, passes: Any) -> Any:
         pipeline = original(opt_level, passes)
-        extra = [p for p, on in ((gate_pass, gate.armed), (failing_pass, gate.failing)) if on]
-        if not extra:
-            return pipeline
-        return transform.Sequential([pipeline, *extra], opt_level=0, name="gated")
+        if gate.armed:
+            # InferType first, so passes have finished while the gate holds the run open
+            # (whatever the later engine passes do).
+            head = [engine_bridge.get_pass("InferType")]
+            return transform.Sequential([*head, gate_pass, pipeline], opt_level=0, name="gated")
+        if gate.failing:
+            return transform.Sequential([pipeline, failing_pass], opt_level=0, name="gated")
+        return pipeline
 
     engine_bridge.build_pipeline = gated_pipeline
     yield gate

@@ -76,9 +76,11 @@ def test_select_pass_shows_before_after_and_hide_unchanged(page: Any, server: st
     page.get_by_test_id("hide-unchanged").check()
     visible = page.locator(".pass-row:visible")
     shown = {int(i) for i in visible.evaluate_all("rows => rows.map(r => r.dataset.passIndex)")}
-    assert shown == {p["pass_index"] for p in finished if p["changed"]}
+    # Hidden: exactly the passes that finished without a change (failed passes stay listed).
+    failed = {e["data"]["pass_index"] for e in events if e["type"] == "pass_failed"}
+    assert shown == {p["pass_index"] for p in finished if p["changed"]} | failed
     page.get_by_test_id("hide-unchanged").uncheck()
-    assert page.locator(".pass-row:visible").count() == len(finished)
+    assert page.locator(".pass-row:visible").count() == len(finished) + len(failed)
 
     # j / k step through the visible passes.
     page.get_by_test_id("pass-list").focus()
