@@ -1,6 +1,7 @@
 """Neural-network ops (TVM's `relay.nn`)."""
 
 from engine.relay.op.nn.conv import conv2d, conv2d_transpose
+from engine.relay.op.nn.conv_nd import conv1d, conv1d_transpose, conv3d, conv3d_transpose
 from engine.relay.op.nn.dense import batch_flatten, batch_matmul, bias_add, dense, matmul
 from engine.relay.op.nn.norm import (
     batch_norm,
@@ -13,6 +14,16 @@ from engine.relay.op.nn.norm import (
     prelu,
     relu,
     softmax,
+)
+from engine.relay.op.nn.pool_nd import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool3d,
+    avg_pool1d,
+    avg_pool3d,
+    max_pool1d,
+    max_pool3d,
 )
 from engine.relay.op.nn.pooling import (
     adaptive_avg_pool2d,
@@ -30,4 +41,8 @@ __all__ = [
     "dropout_raw", "global_avg_pool2d", "global_max_pool2d", "layer_norm", "leaky_relu",
     "log_softmax", "lrn", "matmul", "max_pool2d", "pad", "prelu", "relu", "softmax",
     "space_to_depth", "upsampling",
+    # 1-D / 3-D
+    "adaptive_avg_pool1d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool3d",
+    "avg_pool1d", "avg_pool3d", "conv1d", "conv1d_transpose", "conv3d", "conv3d_transpose",
+    "max_pool1d", "max_pool3d",
 ]
