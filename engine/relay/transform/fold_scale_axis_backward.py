@@ -142,7 +142,7 @@ def _multiply_transform(folder: BackwardFolder, call: Call, message: Message | N
             break
         if msg.require_positive and not is_all_positive(other):
             break
-        folded_span = spans_of(call, other)
+        folded_span = spans_of(call)
         folder.folded += 1
         factor = channel_scale(other, lhs, rhs, msg.axes, folded_span)
         return folder.transform(value, msg, factor, folded_span)

@@ -158,7 +158,7 @@ def _multiply_rewrite(folder: ForwardFolder, call: Call, post: Call, args: list
             continue
         if message.require_positive and not is_all_positive(other):
             continue
-        span = spans_of(call, other)
+        span = spans_of(call)
         scale = channel_scale(other, lhs, rhs, message.axes, span)
         return Scaled(post.args[side], message.axes, scale, span)
     return None

@@ -27,7 +27,7 @@ from engine.ir.op import Op
 from engine.ir.type import Type
 from engine.relay.expr_functor import ExprMutator, post_order_visit
 from engine.relay.si_builder import SIBuilder
-from engine.relay.transform._rewrite import ensure_typed
+from engine.relay.transform._rewrite import copy_type, ensure_typed
 from engine.relay.transform.fuse_ops_graph import IndexedForwardGraph
 from engine.relay.transform.fuse_partition import GraphPartitioner, Group
 from engine.relay.transform.pass_infra import function_pass
@@ -133,10 +133,7 @@ class FuseMutator(ExprMutator):
         if _reshape_only(body):
             attrs["relay.reshape_only"] = 1
         func = Function(tuple(info.params), body, old.checked_type, attrs=attrs, span=span)
-        func.set_checked_type(func.func_type_annotation)
-        call = Call(func, tuple(info.arguments), span=span)
-        call.set_checked_type(old.checked_type)
-        return call
+        return Call(func, tuple(info.arguments), span=span)  # typed by the next InferType
 
 
 def _rebuilt(node: Expr, **fields: Any) -> Expr:
@@ -145,10 +142,7 @@ def _rebuilt(node: Expr, **fields: Any) -> Expr:
                                       and all(a is b for a, b in zip(v, getattr(node, k))))
            for k, v in fields.items()):
         return node
-    new = replace(node, **fields)
-    if node.has_type:
-        new.set_checked_type(node.checked_type)
-    return new
+    return copy_type(replace(node, **fields), node)
 
 
 def _reshape_only(body: Expr) -> bool:
