@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.ir.expr import Call, Constant, Expr, Function, Var
+from engine.ir.expr import Call, Constant, Expr, Function, Var, children
 from engine.ir.module import IRModule
 from engine.ir.op import Op
 from engine.ir.span import SpanLike
@@ -24,6 +24,7 @@ from engine.ir.type import TensorType, Type
 from engine.relay.expr_functor import ExprMutator
 from engine.relay.si_builder import SIBuilder
 from engine.relay.type_infer import infer_type
+from engine.runtime.ndarray import NDArray
 
 # --- types ------------------------------------------------------------------------------------
 
@@ -54,8 +55,12 @@ def static_shape(expr: Expr) -> tuple[int, ...] | None:
 
 
 def copy_type(new: Expr, old: Expr) -> Expr:
-    """Give `new` the checked type of `old` (a rewrite that keeps the value's type)."""
-    if new is not old and old.has_type and not new.has_type:
+    """Give `new` the checked type of `old` (a rewrite that keeps the value's type).
+
+    Only when every child of `new` is typed: InferType skips typed nodes, so a typed
+    node above an untyped child would leave that child untyped for good."""
+    if new is not old and old.has_type and not new.has_type \
+            and all(kid.has_type for kid in children(new)):
         new.set_checked_type(old.checked_type)
     return new
 
@@ -115,7 +120,7 @@ def scalar_value(expr: Expr) -> float | None:
 
 
 def const_scalar(value: float, dtype: str) -> Constant:
-    return Constant(np.array(value, dtype=dtype))
+    return Constant(NDArray(np.array(value, dtype=dtype)))
 
 
 def expand_to_axis(bias: Expr, ndim: int, axis: int) -> Expr:

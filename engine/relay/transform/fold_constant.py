@@ -27,6 +27,7 @@ from engine.relay.interpreter import Interpreter
 from engine.relay.si_builder import SIBuilder
 from engine.relay.transform._rewrite import copy_type, merged_span, static_shape, with_span
 from engine.relay.transform.pass_infra import function_pass
+from engine.runtime.ndarray import NDArray
 from engine.transform import PassContext, register_pass
 
 NOT_FOLDED = frozenset({"zeros_like", "ones_like", "full_like", "full"})
@@ -43,7 +44,7 @@ def _to_expr(value: object) -> Expr:
     """An interpreter value as a constant (a tuple value as a Tuple of constants)."""
     if isinstance(value, tuple):
         return Tuple(tuple(_to_expr(v) for v in value))
-    return Constant(np.array(value))  # a copy, scalars keep rank 0
+    return Constant(NDArray(np.array(value)))  # a copy, scalars keep rank 0
 
 
 class ConstantFolder(ExprMutator):
@@ -87,7 +88,7 @@ class ConstantFolder(ExprMutator):
         value = np.array(shape if name == "shape_of" else int(np.prod(shape)), dtype=dtype)
         self.folded += 1
         # The input's value is not consumed (only its type): the constant is the call's.
-        return Constant(value, span=SIBuilder(post.span).CreateSpan())
+        return Constant(NDArray(value), span=SIBuilder(post.span).CreateSpan())
 
     def _evaluate(self, call: Call) -> Expr:
         value = self.interpreter.eval(call, {})

@@ -73,7 +73,7 @@ def _closure(inner: Function, captured: list[Var]) -> Function:
     """`fn (captured') { inner with Closure=1 }`, captured vars rebound to fresh params."""
     params = [Var(v.name_hint, v.type_annotation or type_of(v), span=v.span) for v in captured]
     body = bind_vars(inner.with_attr("Closure", 1), dict(zip(captured, params)))
-    return Function(params, body, span=inner.span)
+    return Function(tuple(params), body, span=inner.span)
 
 
 def lambda_lift(mod: IRModule) -> IRModule:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from engine.ir.expr import (
     Call,
@@ -179,7 +180,7 @@ class ANFConverter:
         return body
 
 
-def _changed(node: Expr, **fields: object) -> Expr:
+def _changed(node: Expr, **fields: Any) -> Expr:
     same = all(getattr(node, k) is v or (isinstance(v, tuple) and _same(getattr(node, k), v))
                for k, v in fields.items())
     return node if same else replace(node, **fields)
