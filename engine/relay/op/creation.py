@@ -11,7 +11,7 @@ from engine.ir.attrs import Attrs
 from engine.ir.expr import Call, Constant, Expr
 from engine.ir.type import TensorType, Type
 from engine.relay.expr import const
-from engine.relay.op._typing import check_arity, tensor_arg, type_str
+from engine.relay.op._typing import ANY, check_arity, tensor_arg, type_str
 from engine.relay.op.op import ELEMWISE, OPAQUE, TypeRelationError, define_op, make_call
 
 INIT_KEY = "relay.attrs.InitOpAttrs"
@@ -93,37 +93,59 @@ def full_like(data: Expr, fill_value: Any) -> Call:
 
 
 # --- arange --------------------------------------------------------------------------------
-def _arange_count(attrs: Attrs) -> int:
-    return len(np.arange(attrs.start, attrs.stop, attrs.step))
+# As TVM: start/stop/step are call arguments (expressions); when they are constants their
+# values are also kept in the attrs, so the type relation knows the length statically.
+ARANGE_KEY = "relay.attrs.ArangeAttrs"
+_BOUNDS = ("start", "stop", "step")
+
+
+def _arange_count(start: float, stop: float, step: float) -> int:
+    if step == 0:
+        raise TypeRelationError("arange step is zero", arg=2, expected="a non-zero step",
+                                actual="0")
+    return max(0, int(np.ceil((stop - start) / step)))
 
 
 def _arange_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
-    check_arity(arg_types, 0)
-    return TensorType((_arange_count(attrs),), attrs.dtype)
+    check_arity(arg_types, 3)
+    for index in range(3):
+        ty = tensor_arg(arg_types, index)
+        if ty.ndim > 1 or (ty.ndim == 1 and ty.shape[0] != 1):
+            raise TypeRelationError(f"{_BOUNDS[index]} must be a scalar", arg=index,
+                                    expected="a scalar", actual=type_str(ty))
+    values = [attrs.get(name) for name in _BOUNDS]
+    if any(v is None for v in values):
+        return TensorType((ANY,), attrs.dtype)
+    return TensorType((_arange_count(*values),), attrs.dtype)
 
 
-define_op("arange", (), _arange_rel, OPAQUE,
-          lambda xs, attrs: np.arange(attrs.start, attrs.stop, attrs.step).astype(attrs.dtype),
-          attrs_type_key="relay.attrs.ArangeAttrs")
+def _arange_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    start, stop, step = (np.asarray(x).reshape(-1)[0].item() for x in xs)
+    return np.arange(start, stop, step).astype(attrs.dtype)
 
 
-def _number(value: Any, name: str) -> float | int:
-    if isinstance(value, Constant):
-        value = value.data.numpy()
-    if isinstance(value, Expr):
-        raise TypeError(f"arange: {name} must be a constant (dynamic arange is not supported)")
-    scalar = np.asarray(value).item()
-    return scalar  # type: ignore[no-any-return]
+define_op("arange", _BOUNDS, _arange_rel, OPAQUE, _arange_compute, attrs_type_key=ARANGE_KEY)
+
+
+def _bound(value: Any, dtype: str) -> Expr:
+    return value if isinstance(value, Expr) else const(np.asarray(value).item(), dtype)
+
+
+def _static(value: Expr) -> float | int | None:
+    if not isinstance(value, Constant) or value.data.numpy().size != 1:
+        return None
+    return value.data.numpy().reshape(-1)[0].item()  # type: ignore[no-any-return]
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: str = "float32") -> Call:
-    """`relay.arange(start, stop=None, step=None, dtype)`; bounds must be constants."""
+    """`relay.arange(start, stop=None, step=None, dtype)`: bounds are expressions (numbers
+    become constants); with constant bounds the length is static."""
     if stop is None:
         start, stop = 0, start
-    return make_call("arange", (), {
-        "start": _number(start, "start"), "stop": _number(stop, "stop"),
-        "step": 1 if step is None else _number(step, "step"), "dtype": dtype},
-        "relay.attrs.ArangeAttrs")
+    bounds = [_bound(v, dtype) for v in (start, stop, 1 if step is None else step)]
+    attrs: dict[str, Any] = {name: _static(b) for name, b in zip(_BOUNDS, bounds)}
+    attrs["dtype"] = dtype
+    return make_call("arange", bounds, attrs, ARANGE_KEY)
 
 
 __all__ = ["arange", "full", "full_like", "ones", "ones_like", "zeros", "zeros_like"]

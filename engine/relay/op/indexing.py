@@ -316,9 +316,13 @@ def _gather_nd_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 def _gather_nd_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     data, indices = xs
-    if int(attrs.get("batch_dims", 0) or 0):
-        raise NotImplementedError("gather_nd with batch_dims > 0")
-    return data[tuple(indices.astype(np.int64))]
+    index = indices.astype(np.int64)
+    batch = int(attrs.get("batch_dims", 0) or 0)
+    # batch axis b of data is indexed by the position along axis b of the index grid
+    grid = index.shape[1:]
+    batch_index = tuple(
+        np.arange(grid[b]).reshape((-1,) + (1,) * (len(grid) - b - 1)) for b in range(batch))
+    return data[batch_index + tuple(index)]
 
 
 define_op("gather_nd", ("data", "indices"), _gather_nd_rel, INJECTIVE, _gather_nd_compute,
