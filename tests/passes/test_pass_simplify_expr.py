@@ -123,7 +123,7 @@ def test_adjacent_multiplies_combine_constants():
 
 
 def test_add_then_multiply_switches():
-    # (x + 1) * 3 -> x * 3 + 1 * 3; the iteration to a fixed point then folds 1 * 3.
+    # (x + 1) * 3 -> x * 3 + 1 * 3, and the next round's `x * 1 -> x` leaves 3.
     before = fn(relay.multiply(relay.add(X, relay.const(1.0)), relay.const(3.0)))
     expected = fn(relay.add(relay.multiply(X, relay.const(3.0)), relay.const(3.0)))
     same(before, expected)
