@@ -28,3 +28,4 @@ from engine.relay.transform.fuse_ops import FuseOps as FuseOps
 from engine.relay.transform.fold_scale_axis import FoldScaleAxis as FoldScaleAxis
 from engine.relay.transform.fold_scale_axis import BackwardFoldScaleAxis as BackwardFoldScaleAxis  # noqa: E501
 from engine.relay.transform.fold_scale_axis import ForwardFoldScaleAxis as ForwardFoldScaleAxis
+from engine.relay.transform.convert_layout import ConvertLayout as ConvertLayout
