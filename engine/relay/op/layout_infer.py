@@ -106,15 +106,34 @@ def broadcast_layout(call: Call, new_in: Layouts | None, old_in: Layouts,
         other = 1 - known
         layout = layouts[known]
         assert layout is not None
-        if not is_plain(layout) or ranks[known] < ranks[other]:
+        if ranks[known] < ranks[other]:
             return None
-        layouts[other] = layout[len(layout) - ranks[other]:] if ranks[other] else ""
+        sub = primal(layout)[len(primal(layout)) - ranks[other]:] if ranks[other] else ""
+        if not is_plain(layout) and not _blocks_fit(layout, sub, old_in[known], types, known):
+            return None
+        layouts[other] = sub
         return _result(layouts, [layout], call.attrs)
     big = 0 if len(primal(layouts[0])) >= len(primal(layouts[1])) else 1  # type: ignore[arg-type]
     layout = layouts[big]
     if not layouts[1 - big]:
         return _result(layouts, [layout], call.attrs)  # a scalar broadcasts anywhere
     return _result([layout, layout], [layout], call.attrs)
+
+
+def _blocks_fit(layout: str, sub: str, old: str | None, types: Sequence[Type], known: int
+                ) -> bool:
+    """A lower-rank operand can follow a blocked layout when it spans every blocked axis
+    fully (a per-channel bias under NCHW8c), so that the axis splits the same way."""
+    small, big = types[1 - known], types[known]
+    if old is None or not is_plain(old) or not isinstance(small, TensorType) \
+            or not isinstance(big, TensorType):
+        return False
+    for letter in {a.upper() for a, _ in parse_layout(layout) if a.islower()}:
+        if letter not in sub or letter not in old:
+            return False
+        if small.shape[sub.index(letter)] != big.shape[old.index(letter)]:
+            return False
+    return True
 
 
 # --- ops whose attrs name their layout ----------------------------------------------------

@@ -29,3 +29,4 @@ from engine.relay.transform.fold_scale_axis import FoldScaleAxis as FoldScaleAxi
 from engine.relay.transform.fold_scale_axis import BackwardFoldScaleAxis as BackwardFoldScaleAxis  # noqa: E501
 from engine.relay.transform.fold_scale_axis import ForwardFoldScaleAxis as ForwardFoldScaleAxis
 from engine.relay.transform.convert_layout import ConvertLayout as ConvertLayout
+from engine.relay.transform.alter_op_layout import AlterOpLayout as AlterOpLayout
