@@ -92,7 +92,7 @@ class FuseMutator(ExprMutator):
         args = self._new_arguments(call.args, group)
         new_call = _rebuilt(call, args=args)
         if group.root_ref is call:
-            return self._make_function(group, call, new_call)
+            return self._make_function(group, new_call)
         return new_call
 
     def visit_tuple(self, tup: Tuple) -> Expr:
@@ -110,7 +110,7 @@ class FuseMutator(ExprMutator):
         value = self._new_arguments((item.tuple_value,), group)[0]
         new_item = _rebuilt(item, tuple_value=value)
         if group.root_ref is item:
-            return self._make_function(group, item, new_item)
+            return self._make_function(group, new_item)
         return new_item
 
     # --- helpers ----------------------------------------------------------------------------
@@ -126,13 +126,15 @@ class FuseMutator(ExprMutator):
             out.append(info.param_for(new_arg, arg.checked_type))
         return tuple(out)
 
-    def _make_function(self, group: Group, old: Expr, body: Expr) -> Expr:
+    def _make_function(self, group: Group, body: Expr) -> Expr:
         info = self.ginfo.setdefault(group, GroupInfo())
         span = SIBuilder(body, info.params).CreateSpan()
         attrs: dict[str, Any] = {"Primitive": 1}
         if _reshape_only(body):
             attrs["relay.reshape_only"] = 1
-        func = Function(tuple(info.params), body, old.checked_type, attrs=attrs, span=span)
+        # no ret_type: InferType types the function (and TVM-style Expected functions,
+        # built without one, compare equal)
+        func = Function(tuple(info.params), body, attrs=attrs, span=span)
         return Call(func, tuple(info.arguments), span=span)  # typed by the next InferType
 
 
