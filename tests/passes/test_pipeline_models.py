@@ -189,7 +189,7 @@ def test_o3_resnet50_folded_weight_is_scaled_by_bn(o3_runs: Callable[[str], Run]
 
 
 def make_models_path(name: str) -> Path:
-    from conftest import model_path
+    from shared_models import model_path
 
     return model_path(name)
 
