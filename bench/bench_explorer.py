@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import model_path  # noqa: E402
+from shared_models import model_path  # noqa: E402
 
 from explorer import create_app, services, socketio_of  # noqa: E402
 from explorer.protocol import NAMESPACE, RUN_EVENT, TERMINAL_EVENTS  # noqa: E402

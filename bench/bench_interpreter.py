@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import model_path  # noqa: E402
+from shared_models import model_path  # noqa: E402
 
 from engine.relay.interpreter import evaluate  # noqa: E402
 
