@@ -23,7 +23,11 @@ from engine.ir.module import IRModule
 from engine.ir.op import register_op_attr
 from engine.ir.type import TensorType, Type
 from engine.relay.transform._rewrite import ensure_typed, op_name
-from engine.relay.transform.layout_rewrite import LayoutMemorizer, rewrite_layouts
+from engine.relay.transform.layout_rewrite import (
+    LayoutMemorizer,
+    count_transforms,
+    rewrite_layouts,
+)
 from engine.relay.transform.pass_infra import function_pass
 from engine.transform import Pass, PassContext, register_pass
 
@@ -105,7 +109,7 @@ def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]]) -> Pass:  # noqa
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
         new, memorizer = convert_layout(ensure_typed(func, mod), desired_layouts)
         ctx.add_stat("converted", memorizer.changed_calls)
-        ctx.add_stat("layout_transforms", memorizer.transforms if new is not func else 0)
+        ctx.add_stat("layout_transforms", count_transforms(new) - count_transforms(func))
         return new
 
     return function_pass(transform, opt_level=3, name="ConvertLayout", required=["InferType"])

@@ -45,7 +45,6 @@ class LayoutMemorizer:
 
     def __init__(self) -> None:
         self.memo: dict[tuple[int, str, str], Expr] = {}
-        self.transforms = 0
         self.changed_calls = 0
 
     def call_with_new_layouts(self, ref_call: Call, attrs: Attrs, args: tuple[Expr, ...],
@@ -74,7 +73,6 @@ class LayoutMemorizer:
         out = relay.layout_transform(out, src, dst)
         out = SIBuilder(span).RecursivelyFillSpan(out, [value])
         self.memo[key] = out  # `out` holds `value`, so the id stays valid
-        self.transforms += 1
         return out
 
 
@@ -168,6 +166,16 @@ class LayoutRewriter(ExprMutator):
         return replace(new_call, args=final_args, attrs=second.attrs), *outs
 
 
+def count_transforms(func: Function) -> int:
+    """How many layout_transform calls `func` computes."""
+    from engine.relay.expr_functor import post_order_visit
+
+    found: list[Expr] = []
+    post_order_visit(func.body, lambda e: found.append(e)
+                     if op_name(e) == "layout_transform" else None)
+    return len(found)
+
+
 def rewrite_layouts(func: Function, memorizer: LayoutMemorizer) -> Function:
     """`func` with its body rewritten; its signature and result layout are unchanged."""
     body = LayoutRewriter(memorizer).visit(func.body)
@@ -176,4 +184,5 @@ def rewrite_layouts(func: Function, memorizer: LayoutMemorizer) -> Function:
     return replace(func, body=body)
 
 
-__all__ = ["LayoutInfo", "LayoutMemorizer", "LayoutRewriter", "rewrite_layouts"]
+__all__ = ["LayoutInfo", "LayoutMemorizer", "LayoutRewriter", "count_transforms",
+           "rewrite_layouts"]
