@@ -53,7 +53,8 @@ def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _keep_dtype(fn: BinaryFn) -> Callable[[list[np.ndarray], Attrs], np.ndarray]:
     def compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
         a, b = xs
-        out = fn(a, b)
+        with np.errstate(over="ignore", under="ignore"):  # IEEE: overflow is +-inf, silently
+            out = fn(a, b)
         if out.dtype != a.dtype and out.dtype != np.bool_:
             out = out.astype(a.dtype)
         return np.asarray(out)

@@ -25,7 +25,14 @@ from engine.relay.frontend.common import (
     set_parameter_span,
     set_span,
 )
-from engine.relay.frontend.onnx import elemwise, nn, reduce, tensor  # noqa: F401 (register)
+from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
+    activation,
+    elemwise,
+    indexing,
+    nn,
+    reduce,
+    tensor,
+)
 from engine.relay.frontend.onnx.fold import fold_node
 from engine.relay.frontend.onnx.model import (
     attribute_values,
@@ -42,6 +49,14 @@ from engine.runtime.ndarray import NDArray
 
 MIN_OPSET, MAX_OPSET = 9, 21
 _CONVERTER_ERRORS = (TypeError, ValueError, IndexError, KeyError, AttributeError)
+
+
+def op_key(node: onnx.NodeProto) -> str:
+    """The converter-table key: the op type, prefixed by its domain outside the default one
+    (`com.microsoft.FastGelu`)."""
+    if node.domain in ("", "ai.onnx"):
+        return node.op_type
+    return f"{node.domain}.{node.op_type}"
 
 
 class OnnxImporter:
@@ -123,10 +138,8 @@ class OnnxImporter:
 
     def _validate(self) -> list[onnx.NodeProto]:
         known = supported_ops()
-        unsupported = Counter(
-            node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-            for node in self.graph.node
-            if node.domain not in ("", "ai.onnx") or node.op_type not in known)
+        unsupported = Counter(op_key(node) for node in self.graph.node
+                              if op_key(node) not in known)
         if unsupported:
             raise UnsupportedOperatorError("onnx", dict(unsupported))
         check_declared_sizes(self.graph)
@@ -180,7 +193,7 @@ class OnnxImporter:
         if folded is not None:
             outputs: list[Expr | None] = [relay.const(v, str(v.dtype)) for v in folded]
         else:
-            ctx = NodeContext(layer, node.op_type, self.opset, attrs, inputs, list(node.input),
+            ctx = NodeContext(layer, op_key(node), self.opset, attrs, inputs, list(node.input),
                               list(node.output), self)
             outputs = self._call_converter(ctx)
         outputs = set_span(outputs, layer)

@@ -86,8 +86,13 @@ def _transpose_pads(ctx: NodeContext, kernel: list[int], strides: list[int],
 def batch_norm(ctx: NodeContext) -> ConvertResult:
     if any(name for name in ctx.output_names[1:]):
         raise ctx.fail("training-mode outputs (running mean/var) are not supported")
-    out = relay.nn.batch_norm(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3),
-                              ctx.input(4), axis=1, epsilon=float(ctx.attr("epsilon", 1e-5)))
+    mean, var = ctx.input(3), ctx.input(4)
+    if ctx.attr("training_mode", 0):  # opset 14+: normalise by the batch's own statistics
+        axes = [a for a in range(ctx.rank(0)) if a != 1]
+        mean = relay.mean(ctx.input(0), axis=axes)
+        var = relay.variance(ctx.input(0), axis=axes)
+    out = relay.nn.batch_norm(ctx.input(0), ctx.input(1), ctx.input(2), mean, var, axis=1,
+                              epsilon=float(ctx.attr("epsilon", 1e-5)))
     return out[0]
 
 

@@ -1,0 +1,98 @@
+"""ONNX indexing, scans and selection: GatherND, GatherElements, CumSum, TopK, OneHot, Trilu."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine import relay
+from engine.ir.expr import Expr
+from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
+from engine.relay.frontend.onnx.util import norm_axis
+
+
+def _wrapped_indices(ctx: NodeContext, index: int, dims: list[int | None]) -> Expr:
+    """The indices input with negative entries made positive when they are known at import
+    time (`dims[j]` is the size indexed by position j of the last index axis, or of the
+    whole tensor when `dims` has one entry)."""
+    known = ctx.value(index)
+    if known is None or not (np.asarray(known) < 0).any() or any(d is None for d in dims):
+        return ctx.input(index)
+    sizes = np.asarray(dims, dtype=known.dtype)
+    fixed = np.where(known < 0, known + sizes, known).astype(known.dtype)
+    return relay.const(fixed, str(fixed.dtype))
+
+
+@converter("GatherND", since=11)
+def gather_nd(ctx: NodeContext) -> ConvertResult:
+    batch = int(ctx.attr("batch_dims", 0))
+    data_shape, idx_shape = ctx.shape(0), ctx.shape(1)
+    depth = idx_shape[-1]
+    if depth is None:
+        raise ctx.fail("the last dimension of indices must be static")
+    indices = _wrapped_indices(ctx, 1, list(data_shape[batch:batch + depth]))
+    rank = len(idx_shape)
+    # ONNX keeps the index tuple on the last axis, Relay on the first
+    moved = relay.transpose(indices, axes=[rank - 1, *range(rank - 1)])
+    return relay.gather_nd(ctx.input(0), moved, batch_dims=batch, index_rank=int(depth))
+
+
+@converter("GatherElements", since=11)
+def gather_elements(ctx: NodeContext) -> ConvertResult:
+    rank = ctx.rank(0)
+    axis = norm_axis(int(ctx.attr("axis", 0)), rank)
+    indices = _wrapped_indices(ctx, 1, [ctx.shape(0)[axis]])
+    return relay.gather(ctx.input(0), axis, indices)
+
+
+@converter("CumSum", since=11)
+def cumsum(ctx: NodeContext) -> ConvertResult:
+    axis = norm_axis(ctx.ints(1, "axis")[0], ctx.rank(0))
+    x = ctx.input(0)
+    reverse = bool(ctx.attr("reverse", 0))
+    if reverse:
+        x = relay.reverse(x, axis=axis)
+    out = relay.cumsum(x, axis=axis, exclusive=bool(ctx.attr("exclusive", 0)))
+    return relay.reverse(out, axis=axis) if reverse else out
+
+
+def _topk(ctx: NodeContext, k: int) -> ConvertResult:
+    axis = int(ctx.attr("axis", -1))
+    largest = bool(ctx.attr("largest", 1))
+    out = relay.topk(ctx.input(0), k=k, axis=axis, ret_type="both", is_ascend=not largest,
+                     dtype="int64")
+    return [out[0], out[1]]
+
+
+@converter("TopK")
+def topk_attr(ctx: NodeContext) -> ConvertResult:
+    return _topk(ctx, int(ctx.attr("k")))
+
+
+@converter("TopK", since=10)
+def topk_input(ctx: NodeContext) -> ConvertResult:
+    return _topk(ctx, ctx.ints(1, "k")[0])
+
+
+@converter("OneHot", since=9)
+def one_hot(ctx: NodeContext) -> ConvertResult:
+    depth = ctx.ints(1, "depth")[0]
+    values = np.asarray(ctx.const(2, "values")).reshape(-1)
+    dtype = str(values.dtype)
+    indices = ctx.input(0)
+    idx_dtype = ctx.dtype(0)
+    # ONNX: negative indices count from the end of the depth
+    wrapped = relay.where(relay.less(indices, relay.const(0, idx_dtype)),
+                          relay.add(indices, relay.const(depth, idx_dtype)), indices)
+    return relay.one_hot(wrapped, relay.const(values[1], dtype), relay.const(values[0], dtype),
+                         depth=depth, axis=int(ctx.attr("axis", -1)), dtype=dtype)
+
+
+@converter("Trilu", since=14)
+def trilu(ctx: NodeContext) -> ConvertResult:
+    shape = ctx.static_shape(0)
+    k = ctx.ints(1, "k")[0] if ctx.has(1) else 0
+    rows, cols = shape[-2], shape[-1]
+    keep = np.triu(np.ones((rows, cols), bool), k) if ctx.attr("upper", 1) else \
+        np.tril(np.ones((rows, cols), bool), k)
+    zero = relay.const(np.zeros((), ctx.dtype(0)), ctx.dtype(0))
+    return relay.where(relay.const(keep, "bool"), ctx.input(0), zero)
