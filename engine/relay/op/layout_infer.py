@@ -114,9 +114,10 @@ def broadcast_layout(call: Call, new_in: Layouts | None, old_in: Layouts,
         layouts[other] = sub
         return _result(layouts, [layout], call.attrs)
     big = 0 if len(primal(layouts[0])) >= len(primal(layouts[1])) else 1  # type: ignore[arg-type]
-    layout = layouts[big]
-    if not layouts[1 - big]:
-        return _result(layouts, [layout], call.attrs)  # a scalar broadcasts anywhere
+    layout, small = layouts[big], layouts[1 - big]
+    assert layout is not None and small is not None
+    if not small or (is_plain(layout) and small == layout[len(layout) - len(small):]):
+        return _result(layouts, [layout], call.attrs)  # already broadcasts as it is
     return _result([layout, layout], [layout], call.attrs)
 
 

@@ -16,13 +16,16 @@ The statistic `altered` counts the calls changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 from engine.ir.attrs import Attrs
 from engine.ir.expr import Call, Expr, Function
 from engine.ir.module import IRModule
-from engine.ir.op import register_op_attr
+from engine.ir.op import Op, register_op_attr
 from engine.ir.type import TensorType, Type
 from engine.relay.op.contrib_conv2d_nchwc import contrib_conv2d_nchwc
 from engine.relay.si_builder import SIBuilder
@@ -77,6 +80,39 @@ def alter_conv2d_nchwc(attrs: Attrs, inputs: tuple[Expr, ...], types: list[Type]
 
 register_op_attr("nn.conv2d", "FTVMAlterOpLayout", alter_conv2d_nchwc, level=5)
 
+TEMP_LEVEL = 1 << 30
+
+
+def register_alter_op_layout(op_name: str, fn: Any = None, level: int = 10) -> Any:
+    """Set an op's FTVMAlterOpLayout (TVM's `relay.op.register_alter_op_layout`); the
+    function takes `(attrs, inputs, tinfos, out_type)` and optionally `target`."""
+    return register_op_attr(op_name, "FTVMAlterOpLayout", fn, level)
+
+
+@contextmanager
+def temp_op_attr(op_name: str, attr_key: str, value: Any) -> Iterator[None]:
+    """Set an op attribute for the `with` block, then restore it (TVM's TempOpAttr)."""
+    from engine.ir import op as op_registry
+
+    old = Op.get(op_name).get_attr(attr_key)
+    register_op_attr(op_name, attr_key, value, TEMP_LEVEL)
+    try:
+        yield
+    finally:
+        if old is not None:
+            register_op_attr(op_name, attr_key, old, TEMP_LEVEL)
+        else:
+            op_registry._ATTRS.get(attr_key, {}).pop(op_name, None)  # noqa: SLF001
+
+
+def _call_alter(alter: Any, attrs: Attrs, args: tuple[Expr, ...], types: list[Type],
+                out_type: Type, target: str) -> Any:
+    params = inspect.signature(alter).parameters
+    takes_target = len(params) >= 5 or any(p.kind == p.VAR_POSITIONAL for p in params.values())
+    if takes_target:
+        return alter(attrs, args, types, out_type, target)
+    return alter(attrs, args, types, out_type)
+
 
 class AlterMemorizer(LayoutMemorizer):
     """Asks each op's FTVMAlterOpLayout for the call to use."""
@@ -88,7 +124,8 @@ class AlterMemorizer(LayoutMemorizer):
     def call_with_new_layouts(self, ref_call: Call, attrs: Attrs, args: tuple[Expr, ...],
                               types: list[Type]) -> Call:
         alter = ref_call.op.get_attr("FTVMAlterOpLayout")  # type: ignore[attr-defined]
-        new = alter(attrs, args, types, ref_call.checked_type, self.target) if alter else None
+        new = _call_alter(alter, attrs, args, types, ref_call.checked_type, self.target) \
+            if alter else None
         if new is None:
             return replace(ref_call, args=args, attrs=attrs)
         if not isinstance(new, Call):
@@ -97,6 +134,7 @@ class AlterMemorizer(LayoutMemorizer):
                 f"got {type(new).__name__}")
         filled = SIBuilder(ref_call.span).RecursivelyFillSpan(new, list(args))
         assert isinstance(filled, Call)
+        self.changed_calls += 1
         return filled
 
 
@@ -120,4 +158,5 @@ def AlterOpLayout(target: object = None) -> Pass:  # noqa: N802 - TVM's name
 register_pass("AlterOpLayout", AlterOpLayout)
 
 __all__ = ["AlterMemorizer", "AlterOpLayout", "AlterOpLayoutError", "alter_conv2d_nchwc",
-           "alter_op_layout", "channel_block", "simd_lanes"]
+           "alter_op_layout", "channel_block", "register_alter_op_layout", "simd_lanes",
+           "temp_op_attr"]

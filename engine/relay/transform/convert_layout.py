@@ -90,7 +90,10 @@ class ConvertMemorizer(LayoutMemorizer):
         desired = self.desired.get(name)
         convert = ref_call.op.get_attr("FTVMConvertOpLayout")  # type: ignore[attr-defined]
         new_attrs = convert(attrs, args, types, desired) if desired and convert else None
-        return replace(ref_call, args=args, attrs=new_attrs if new_attrs is not None else attrs)
+        if new_attrs is None or new_attrs == attrs:
+            return replace(ref_call, args=args, attrs=attrs)
+        self.changed_calls += 1
+        return replace(ref_call, args=args, attrs=new_attrs)
 
 
 def convert_layout(func: Function, desired_layouts: Mapping[str, Sequence[str]]

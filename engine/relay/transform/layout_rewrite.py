@@ -45,7 +45,7 @@ class LayoutMemorizer:
 
     def __init__(self) -> None:
         self.memo: dict[tuple[int, str, str], Expr] = {}
-        self.changed_calls = 0
+        self.changed_calls = 0  # calls the memorizer changed (op, attrs or arguments)
 
     def call_with_new_layouts(self, ref_call: Call, attrs: Attrs, args: tuple[Expr, ...],
                               types: list[Type]) -> Call:
@@ -70,7 +70,8 @@ class LayoutMemorizer:
         if missing > 0:
             out = relay.expand_dims(out, 0, missing)
             src = expand_primal(src, dst)
-        out = relay.layout_transform(out, src, dst)
+        if src != dst:
+            out = relay.layout_transform(out, src, dst)
         out = SIBuilder(span).RecursivelyFillSpan(out, [value])
         self.memo[key] = out  # `out` holds `value`, so the id stays valid
         return out
@@ -154,15 +155,14 @@ class LayoutRewriter(ExprMutator):
         second = infer_correct_layout(new_call, new_ins, first.inputs, types)
         if second is None or len(second.inputs) != len(inputs):
             return None
-        moved = [self.memorizer.transform(i.value, src, dst, call.span)
-                 for i, src, dst in zip(inputs, new_ins, second.inputs)]
+        values = [f for a in new_call.args for f in (a.fields if isinstance(a, Tuple) else (a,))]
+        moved = [self.memorizer.transform(value, src, dst, call.span)
+                 for value, src, dst in zip(values, new_ins, second.inputs)]
         final_args = self._rebuild(shape, moved)
         outs = first.outputs[0], second.outputs[0]
         if new_call.op is call.op and second.attrs == call.attrs \
                 and all(a is b for a, b in zip(final_args, call.args)):
             return call, *outs  # nothing to change here
-        if new_call.op is not call.op or second.attrs != call.attrs:
-            self.memorizer.changed_calls += 1
         return replace(new_call, args=final_args, attrs=second.attrs), *outs
 
 
@@ -179,9 +179,7 @@ def count_transforms(func: Function) -> int:
 def rewrite_layouts(func: Function, memorizer: LayoutMemorizer) -> Function:
     """`func` with its body rewritten; its signature and result layout are unchanged."""
     body = LayoutRewriter(memorizer).visit(func.body)
-    if not memorizer.changed_calls:
-        return func
-    return replace(func, body=body)
+    return func if body is func.body else replace(func, body=body)
 
 
 __all__ = ["LayoutInfo", "LayoutMemorizer", "LayoutRewriter", "count_transforms",
