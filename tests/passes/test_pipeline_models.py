@@ -205,3 +205,25 @@ def test_o3_every_fused_function_names_its_layers(name: str, o3_runs: Callable[[
         assert inside, f"fused function without layers: {func}"
         assert set(func.span.source_names()) >= inside
         assert call.span == func.span
+
+
+@pytest.mark.parametrize("name", ["mobilenetv2", "resnet50"])
+def test_layout_passes_keep_outputs_and_spans(name: str, onnx_model: Callable[[str], Path]
+                                              ) -> None:
+    """ConvertLayout to NHWC (depthwise convs get HWOI) and AlterOpLayout for an AVX2 CPU
+    (NCHW8c blocked convs) on a whole model: same outputs, every expression spanned."""
+    path = onnx_model(name)
+    mod = relay.transform.InferType()(load(str(path)).mod)
+    inputs = make_models.example_inputs(onnx.load(str(path), load_external_data=False))
+    reference = evaluate(mod, inputs)
+    prepare = [relay.transform.SimplifyInference(), relay.transform.FoldConstant(),
+               relay.transform.FoldScaleAxis()]
+    for layout_pass in (relay.transform.ConvertLayout({"nn.conv2d": ["NHWC", "default"]}),
+                        relay.transform.AlterOpLayout("llvm -mcpu=core-avx2")):
+        with tvm.transform.PassContext(opt_level=3):
+            out = tvm.transform.Sequential([*prepare, layout_pass,
+                                            relay.transform.FoldConstant(),
+                                            relay.transform.FuseOps()])(mod)
+        assert span_coverage(out).ratio == 1.0
+        assert "layout_transform" in out.astext(show_meta_data=False)
+        _assert_close(reference, evaluate(out, inputs))
