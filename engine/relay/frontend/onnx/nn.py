@@ -84,16 +84,33 @@ def _transpose_pads(ctx: NodeContext, kernel: list[int], strides: list[int],
 
 @converter("BatchNormalization")
 def batch_norm(ctx: NodeContext) -> ConvertResult:
-    if any(name for name in ctx.output_names[1:]):
+    training = bool(ctx.attr("training_mode", 0)) and ctx.opset >= 14
+    if not training and any(name for name in ctx.output_names[1:]):
         raise ctx.fail("training-mode outputs (running mean/var) are not supported")
-    mean, var = ctx.input(3), ctx.input(4)
-    if ctx.attr("training_mode", 0):  # opset 14+: normalise by the batch's own statistics
-        axes = [a for a in range(ctx.rank(0)) if a != 1]
-        mean = relay.mean(ctx.input(0), axis=axes)
-        var = relay.variance(ctx.input(0), axis=axes)
-    out = relay.nn.batch_norm(ctx.input(0), ctx.input(1), ctx.input(2), mean, var, axis=1,
-                              epsilon=float(ctx.attr("epsilon", 1e-5)))
+    if training:
+        return _batch_norm_training(ctx)
+    out = relay.nn.batch_norm(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3),
+                              ctx.input(4), axis=1, epsilon=float(ctx.attr("epsilon", 1e-5)))
     return out[0]
+
+
+def _batch_norm_training(ctx: NodeContext) -> ConvertResult:
+    """opset 14+ training_mode: normalise by the batch's statistics; the optional outputs
+    are the updated running mean and variance (momentum-weighted)."""
+    x = ctx.input(0)
+    axes = [a for a in range(ctx.rank(0)) if a != 1]
+    mean = relay.mean(x, axis=axes)
+    var = relay.variance(x, axis=axes)
+    out = relay.nn.batch_norm(x, ctx.input(1), ctx.input(2), mean, var, axis=1,
+                              epsilon=float(ctx.attr("epsilon", 1e-5)))
+    momentum = float(ctx.attr("momentum", 0.9))
+    dtype = ctx.dtype(0)
+
+    def running(old: Expr, current: Expr) -> Expr:
+        return relay.add(relay.multiply(old, relay.const(momentum, dtype)),
+                         relay.multiply(current, relay.const(1.0 - momentum, dtype)))
+
+    return [out[0], running(ctx.input(3), mean), running(ctx.input(4), var)]
 
 
 @converter("Relu")
