@@ -46,7 +46,8 @@ def ForwardFoldScaleAxis() -> Pass:  # noqa: N802 - TVM's name
 
 def FoldScaleAxis() -> Pass:  # noqa: N802 - TVM's name
     """Backward, then forward folding, then FoldConstant (TVM's composition)."""
-    return Sequential([BackwardFoldScaleAxis(), ForwardFoldScaleAxis(), FoldConstant()],
+    fold_constant: Pass = FoldConstant()  # type: ignore[assignment]
+    return Sequential([BackwardFoldScaleAxis(), ForwardFoldScaleAxis(), fold_constant],
                       opt_level=3, name="FoldScaleAxis")
 
 

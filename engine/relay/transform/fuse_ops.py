@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from engine.ir.attrs import Attrs
 from engine.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from engine.ir.module import IRModule
 from engine.ir.op import Op
@@ -134,7 +135,7 @@ class FuseMutator(ExprMutator):
             attrs["relay.reshape_only"] = 1
         # no ret_type: InferType types the function (and TVM-style Expected functions,
         # built without one, compare equal)
-        func = Function(tuple(info.params), body, attrs=attrs, span=span)
+        func = Function(tuple(info.params), body, attrs=Attrs(attrs), span=span)
         return Call(func, tuple(info.arguments), span=span)  # typed by the next InferType
 
 

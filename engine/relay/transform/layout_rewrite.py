@@ -58,9 +58,9 @@ class LayoutMemorizer:
 
         if src is None or dst is None or src == dst or not src:
             return value
-        if op_name(value) == "layout_transform" and value.attrs.dst_layout == src \
-                and value.attrs.src_layout == dst:  # type: ignore[attr-defined]
-            return value.args[0]  # type: ignore[attr-defined]
+        if isinstance(value, Call) and op_name(value) == "layout_transform" \
+                and value.attrs.dst_layout == src and value.attrs.src_layout == dst:
+            return value.args[0]
         key = (id(value), src, dst)
         found = self.memo.get(key)
         if found is not None:

@@ -24,6 +24,7 @@ import numpy as np
 from engine.ir.expr import Call, Constant, Expr, Function
 from engine.ir.module import IRModule
 from engine.ir.op import Op
+from engine.runtime.ndarray import NDArray
 from engine.transform import Pass, PassContext, Sequential
 
 
@@ -104,7 +105,7 @@ def bind_params_by_name(func: Function, params: Mapping[str, Any]) -> Function:
         if len(found) > 1:
             raise ValueError(f"multiple parameters of @main are named {name!r}")
         if found:
-            binds[found[0]] = Constant(_as_array(value), span=found[0].span)
+            binds[found[0]] = Constant(NDArray(_as_array(value)), span=found[0].span)
     result = bind_vars(func, binds)
     assert isinstance(result, Function)
     return result
