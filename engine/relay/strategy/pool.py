@@ -53,7 +53,8 @@ def _count_1d(o: Any, k: int, s: int, d: int, lo: int, hi: int) -> E.PrimExpr:
     count: E.PrimExpr = E.make_const(0, "int32")
     for r in range(k):
         pos = o * s + r * d
-        count = count + te.Select(te.all(pos >= lo, pos < hi), 1, 0)
+        count = count + te.Select(te.all(pos >= lo, pos < hi), E.make_const(1, "int32"),
+                                  E.make_const(0, "int32"))
     return count
 
 
@@ -89,7 +90,7 @@ def pool2d_compute(kind: str) -> Any:
         def average(*idx: Any) -> E.PrimExpr:
             ch = _count_1d(idx[hpos], kh, sh, dh, *rng_h)
             cw = _count_1d(idx[wpos], kw, sw, dw, *rng_w)
-            count = E.cast(intrin.max(ch * cw, 1), pool.dtype)
+            count = E.cast(intrin.max(ch * cw, E.make_const(1, "int32")), pool.dtype)
             return pool.load(idx) / count
         return [te.compute(pool.shape, average, name="pool_avg_div", tag=ELEMWISE)]
     return compute
