@@ -175,9 +175,10 @@ def test_o3_resnet50_folds_batch_norm_into_conv_weights(o3_runs: Callable[[str],
                for w in weights)
 
 
-def test_o3_resnet50_folded_weight_is_scaled_by_bn(o3_runs: Callable[[str], Run]) -> None:
+def test_o3_resnet50_folded_weight_is_scaled_by_bn(o3_runs: Callable[[str], Run],
+                                                   onnx_model: Callable[[str], Path]) -> None:
     run = o3_runs("resnet50")
-    model = onnx.load(str(make_models_path("resnet50")))
+    model = onnx.load(str(onnx_model("resnet50")))
     init = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
     conv_w = init["resnetv1/conv1.weight"]
     gamma, var = init["resnetv1/bn1.weight"], init["resnetv1/bn1.running_var"]
