@@ -113,10 +113,10 @@ def _arange_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         if ty.ndim > 1 or (ty.ndim == 1 and ty.shape[0] != 1):
             raise TypeRelationError(f"{_BOUNDS[index]} must be a scalar", arg=index,
                                     expected="a scalar", actual=type_str(ty))
-    values = [attrs.get(name) for name in _BOUNDS]
-    if any(v is None for v in values):
+    start, stop, step = (attrs.get(name) for name in _BOUNDS)
+    if start is None or stop is None or step is None:
         return TensorType((ANY,), attrs.dtype)
-    return TensorType((_arange_count(*values),), attrs.dtype)
+    return TensorType((_arange_count(start, stop, step),), attrs.dtype)
 
 
 def _arange_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:

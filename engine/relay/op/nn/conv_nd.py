@@ -45,7 +45,7 @@ def conv_nd_ncx(x: np.ndarray, w: np.ndarray, strides: Sequence[int], padding: S
     o, ig = w.shape[:2]
     kernel = w.shape[2:]
     xp = pad_spatial(x, padding)
-    out = [int(out_len(xp.shape[2 + i], kernel[i], strides[i], dilation[i], 0, 0))
+    out = [(xp.shape[2 + i] - dilation[i] * (kernel[i] - 1) - 1) // strides[i] + 1
            for i in range(nd)]
     win = window_view(xp, kernel, out, strides, dilation)
     if ig == 1 and groups == c and groups > 1:
@@ -63,10 +63,11 @@ def _depthwise_nd(xp: np.ndarray, w: np.ndarray, out: Sequence[int], strides: Se
     mult = o // c
     wk = w.reshape(c, mult, *w.shape[2:])
     acc = np.zeros((n, c, mult, *out), dtype=np.result_type(xp.dtype, w.dtype))
-    lone = (None,) * len(out)
+    lone: tuple[Any, ...] = (None,) * len(out)
+    lead: tuple[Any, ...] = (slice(None), slice(None))
     for tap in taps(w.shape[2:]):
-        region = xp[(slice(None), slice(None), *tap_slices(tap, out, strides, dilation))]
-        acc += region[:, :, None] * wk[(slice(None), slice(None), *tap)][(None, ...) + lone]
+        region = xp[lead + tap_slices(tap, out, strides, dilation)]
+        acc += region[:, :, None] * wk[lead + tap][(None, ...) + lone]
     return acc.reshape(n, o, *out)
 
 

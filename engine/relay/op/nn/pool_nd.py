@@ -58,7 +58,7 @@ def _pool_rel(nd: int) -> Any:
 
 def _geometry(x: np.ndarray, attrs: Attrs, nd: int) -> tuple[list[int], list[int]]:
     """Output sizes and the padding, with the ends grown for ceil_mode."""
-    out = [int(o) for o in _out_sizes(x.shape[2:], attrs, nd)]
+    out = [int(o) for o in _out_sizes(x.shape[2:], attrs, nd)]  # type: ignore[arg-type]
     pads = list(attrs.padding)
     for a in range(nd):
         need = (out[a] - 1) * attrs.strides[a] + attrs.dilation[a] * (attrs.pool_size[a] - 1) + 1
@@ -198,10 +198,10 @@ def _adaptive_compute(nd: int, reduce: str) -> Any:
         res = np.empty((*x.shape[:2], *out), dtype=x.dtype)
         axes = tuple(range(2, 2 + nd))
         bins = [_bins(x.shape[2 + a], out[a]) for a in range(nd)]
+        lead: tuple[Any, ...] = (slice(None), slice(None))
         for index in taps(out):
             window = tuple(bins[a][i] for a, i in enumerate(index))
-            res[(slice(None), slice(None), *index)] = fn(x[(slice(None), slice(None), *window)],
-                                                         axis=axes)
+            res[lead + index] = fn(x[lead + window], axis=axes)
         return _finish(res, attrs, nd)
     return compute
 
