@@ -30,3 +30,41 @@ def lower(sch: Any, args: Sequence[Tensor] | None = None, name: str = "main",
     if args is None:
         raise LoweringError("lower needs args: the input and output tensors, in order")
     return PrimFuncModule({name: lower_schedule(sch, list(args), name)})
+
+
+class BuiltFunc:
+    """What `tvm.build` returns here: the lowered loop nest, callable on numpy arrays (it
+    runs through engine.tir.eval; there is no native code generator)."""
+
+    def __init__(self, module: PrimFuncModule, name: str, target: str) -> None:
+        from engine.tir.eval import CompiledFunc
+
+        self.module = module
+        self.name = name
+        self.target = target
+        self._compiled = CompiledFunc(module[name])
+
+    def __call__(self, *arrays: Any) -> None:
+        self._compiled(*arrays)
+
+    def __getitem__(self, name: str) -> BuiltFunc:
+        if name != self.name:
+            raise KeyError(f"no function {name!r} (built: {self.name!r})")
+        return self
+
+    def get_source(self, fmt: str = "") -> str:
+        return self.module.script()
+
+    @property
+    def entry_func(self) -> PrimFunc:
+        return self.module[self.name]
+
+
+def build(inputs: Any, args: Sequence[Tensor] | None = None, target: Any = "llvm",
+          target_host: Any = None, name: str = "main", binds: Any = None) -> BuiltFunc:
+    """`tvm.build(s, [A, B], target)`: lower the schedule and make it callable."""
+    from engine.relay.strategy.base import normalize_target
+
+    module = lower(inputs, args, name=name, binds=binds)
+    entry = name if name in module else next(iter(module))
+    return BuiltFunc(module, entry, normalize_target(target))

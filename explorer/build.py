@@ -36,7 +36,7 @@ def build_schedules(mod: IRModule, target: str = "llvm") -> list[dict[str, Any]]
 
 def node_json(index: int, bm: Any, sched: Any) -> dict[str, Any]:
     info = _node_info(bm, index)
-    steps = [step_json(k, step) for k, step in enumerate(_record(sched))]
+    steps = [step_json(k, step) for k, step in enumerate(_steps(bm, index, sched))]
     return {"index": index, "name": str(info.get("name", f"node{index}")),
             "func_name": str(info.get("func_name", "")),
             "spans": [str(s) for s in info.get("spans", [])],
@@ -47,6 +47,13 @@ def node_json(index: int, bm: Any, sched: Any) -> dict[str, Any]:
 def _node_info(bm: Any, index: int) -> dict[str, Any]:
     get = getattr(bm, "get_node_info", None)
     return dict(get(index)) if get is not None else {}
+
+
+def _steps(bm: Any, index: int, sched: Any) -> list[Any]:
+    """Per snapshot what the UI shows: the engine's `get_node_steps` (primitive, Python,
+    loop nest and TEDD views computed in one replay), else the bare record."""
+    get = getattr(bm, "get_node_steps", None)
+    return list(get(index)) if get is not None else _record(sched)
 
 
 def _record(sched: Any) -> list[Any]:

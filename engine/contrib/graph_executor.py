@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.ir.type import TupleType
 from engine.relay.graph_codegen import Graph
 from engine.relay.interpreter import Interpreter
 from engine.runtime.ndarray import NDArray
@@ -58,8 +59,9 @@ class GraphRuntime:
                     raise KeyError(f"graph input {node.name!r} was not set")
                 values[(k, 0)] = self._inputs[node.name]
                 continue
-            args = [values[(nid, idx)] for nid, idx, _ in node.inputs]
+            flat = [values[(nid, idx)] for nid, idx, _ in node.inputs]
             assert node.func is not None
+            args = [_regroup(flat, p.checked_type) for p in node.func.params]
             result = _flatten(interp.apply(node.func, args))
             for j, out in enumerate(result):
                 values[(k, j)] = out
@@ -74,6 +76,13 @@ class GraphRuntime:
     def get_output(self, index: int, out: Any = None) -> NDArray:
         nid, idx, _ = self.graph.heads[index]
         return NDArray(self._values[(nid, idx)])
+
+
+def _regroup(flat: list[np.ndarray], ty: Any) -> Any:
+    """Graph entries are flat; a tuple-typed parameter takes them back as a tuple."""
+    if isinstance(ty, TupleType):
+        return tuple(_regroup(flat, f) for f in ty.fields)
+    return flat.pop(0)
 
 
 def _flatten(value: Any) -> list[np.ndarray]:
