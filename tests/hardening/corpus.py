@@ -27,7 +27,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 SEED = 20261122
 CORRUPT = ("corrupt", "truncat", "parse", "decode", "invalid", "not a", "unrecognized",
-           "malformed", "cannot", "error", "damaged", "unexpected")
+           "malformed", "cannot", "damaged", "unexpected")
 
 
 @dataclass(frozen=True, slots=True)

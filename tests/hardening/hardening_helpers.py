@@ -209,3 +209,12 @@ class Watcher:
     def close(self) -> None:
         if self.client.connected:
             self.client.disconnect()
+
+
+def close_all(watchers: list[Watcher]) -> None:
+    """Disconnect in parallel (one disconnect can wait ~3 s for its transport to close)."""
+    threads = [threading.Thread(target=w.close, daemon=True) for w in watchers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=15)
