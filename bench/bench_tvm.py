@@ -69,6 +69,9 @@ def aggregate(runs: list[Row]) -> Row:
         values = [float(r[key]) for r in ok if isinstance(r.get(key), int | float)]
         row[key] = median_of(values) if values else None
     row["status"] = "ok" if len(ok) == len(runs) else f"ok ({len(ok)}/{len(runs)} runs)"
+    failed = [r for r in runs if r.get("status") != "ok"]
+    if failed:
+        row["error"] = f"{len(failed)} failed run(s): {failed[0].get('error')}"
     return row
 
 
