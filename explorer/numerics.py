@@ -25,6 +25,7 @@ import numpy as np
 from engine.ir import IRModule
 from engine.ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from engine.ir.type import TensorType
+from engine.relay.expr_functor import post_order
 from explorer import engine_bridge
 
 RTOL = 1e-3
@@ -115,32 +116,21 @@ def _array(value: Any) -> np.ndarray:
 def main_dataflow(func: Function) -> list[Expr] | None:
     """Dataflow nodes of a function body in post-order, not entering nested functions;
     None when the body binds variables (let/if), where expressions cannot be tapped."""
-    order: list[Expr] = []
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(func.body, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, Let | If):
-            return None
-        if not isinstance(node, _DATAFLOW):
-            continue
-        stack.append((node, True))
-        stack.extend((k, False) for k in reversed(_kids(node)))
-    return order
+    order = post_order(func.body, _dataflow_kids)
+    if any(isinstance(node, Let | If) for node in order):
+        return None
+    return [node for node in order if isinstance(node, _DATAFLOW)]
 
 
-def _kids(node: Expr) -> Sequence[Expr]:
+def _dataflow_kids(node: Expr) -> Sequence[Expr]:
+    """Operands of a dataflow node (a let/if is a leaf here: main_dataflow rejects it)."""
     if isinstance(node, Call):
         return node.args
     if isinstance(node, Tuple):
         return node.fields
-    return (node.tuple_value,)  # type: ignore[attr-defined]
+    if isinstance(node, TupleGetItem):
+        return (node.tuple_value,)
+    return ()
 
 
 def reference_taps(order: list[Expr]) -> dict[str, Expr]:

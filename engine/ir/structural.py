@@ -28,6 +28,7 @@ from engine.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    children,
 )
 from engine.ir.module import IRModule
 from engine.ir.op import Op
@@ -334,13 +335,13 @@ class _Hasher:
             elif isinstance(node, Let):
                 self.bind(node.var)
             stack.append((node, True))
-            for kid in reversed(_hash_children(node)):
+            for kid in reversed(children(node)):
                 if id(kid) not in memo:
                     stack.append((kid, False))
         return memo[id(root)]
 
     def leaf_hash(self, node: Expr) -> int:
-        kids = tuple(self.memo[id(k)] for k in _hash_children(node))
+        kids = tuple(self.memo[id(k)] for k in children(node))
         if isinstance(node, Var):
             index = self.var_index.get(node)
             if index is None:
@@ -350,22 +351,6 @@ class _Hasher:
                 index = self.var_index[node]
             return hash(("var", index, node.type_annotation))
         return hash((node.kind, _local_hash(node), kids))
-
-
-def _hash_children(node: Expr) -> tuple[Expr, ...]:
-    if isinstance(node, Call):
-        return (node.op, *node.args)
-    if isinstance(node, Tuple):
-        return node.fields
-    if isinstance(node, TupleGetItem):
-        return (node.tuple_value,)
-    if isinstance(node, Let):
-        return (node.var, node.value, node.body)
-    if isinstance(node, If):
-        return (node.cond, node.true_branch, node.false_branch)
-    if isinstance(node, Function):
-        return (*node.params, node.body)
-    return ()
 
 
 def _local_hash(node: Expr) -> Any:

@@ -10,7 +10,7 @@ and returns the node itself when no child changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -280,22 +280,31 @@ class ExprMutator(ExprFunctor):
         return replace(fn, params=params, body=body)
 
 
-def post_order_visit(expr: Expr, fvisit: Callable[[Expr], Any]) -> None:
-    """Call `fvisit` on every node reachable from `expr`, children first, once each.
+def post_order(root: Expr,
+               kids: Callable[[Expr], Sequence[Expr]] = children) -> list[Expr]:
+    """Every node reachable from `root` through `kids`, children first, each once.
 
-    Fully iterative over every node kind, so any depth is fine.
+    Iterative, so any depth is fine. `kids` chooses the edges to follow (the default is
+    every child; pass a narrower function to stay on dataflow edges or to skip the
+    bodies of primitive functions). It is called once per node, when the node is entered.
     """
+    order: list[Expr] = []
     seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    stack: list[tuple[Expr, bool]] = [(root, False)]
     while stack:
         node, expanded = stack.pop()
         if expanded:
-            fvisit(node)
+            order.append(node)
             continue
         if id(node) in seen:
             continue
         seen.add(id(node))
         stack.append((node, True))
-        for kid in reversed(children(node)):
-            if id(kid) not in seen:
-                stack.append((kid, False))
+        stack.extend((kid, False) for kid in reversed(kids(node)) if id(kid) not in seen)
+    return order
+
+
+def post_order_visit(expr: Expr, fvisit: Callable[[Expr], Any]) -> None:
+    """Call `fvisit` on every node reachable from `expr`, children first, once each."""
+    for node in post_order(expr):
+        fvisit(node)

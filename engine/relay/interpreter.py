@@ -36,6 +36,7 @@ from engine.ir.expr import (
 from engine.ir.module import IRModule
 from engine.ir.op import Op
 from engine.relay.analysis import free_vars
+from engine.relay.expr_functor import post_order
 from engine.runtime.ndarray import NDArray
 
 Value = Any  # np.ndarray | tuple[Value, ...] | Closure
@@ -66,26 +67,17 @@ def _dataflow_kids(node: Expr) -> tuple[Expr, ...]:
     return (node.tuple_value,)  # type: ignore[attr-defined]
 
 
+def _dataflow_operands(node: Expr) -> tuple[Expr, ...]:
+    return tuple(kid for kid in _dataflow_kids(node) if isinstance(kid, DATAFLOW_KINDS))
+
+
 def _post_order(root: Expr) -> tuple[list[Expr], dict[Expr, int]]:
     """Dataflow nodes under `root` (children first) and how many consumers each has."""
-    order: list[Expr] = []
+    order = post_order(root, _dataflow_operands)
     uses: dict[Expr, int] = {}
-    seen: set[Expr] = set()
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if node in seen:
-            continue
-        seen.add(node)
-        stack.append((node, True))
-        for kid in reversed(_dataflow_kids(node)):
-            if isinstance(kid, DATAFLOW_KINDS):
-                uses[kid] = uses.get(kid, 0) + 1
-                if kid not in seen:
-                    stack.append((kid, False))
+    for node in order:
+        for kid in _dataflow_operands(node):
+            uses[kid] = uses.get(kid, 0) + 1
     return order, uses
 
 

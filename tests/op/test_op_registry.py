@@ -36,7 +36,9 @@ def test_issue_op_is_registered_with_all_attributes(name: str) -> None:
 
 
 def test_every_op_with_a_numpy_compute_is_fully_registered() -> None:
-    ours = [n for n in list_ops() if Op.get(n).has_attr("FNumpyCompute")]
+    # Ops named "test.*" are registered by other tests for their own purposes.
+    ours = [n for n in list_ops()
+            if Op.get(n).has_attr("FNumpyCompute") and not n.startswith("test.")]
     assert set(ISSUE_OPS) <= set(ours)
     for name in ours:
         op = Op.get(name)

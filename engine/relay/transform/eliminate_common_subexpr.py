@@ -13,13 +13,13 @@ rebuild with one survivor per class. The survivor carries the spans of every mem
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 
 from engine.ir.expr import Call, Constant, Expr, Function, TupleGetItem, children
 from engine.ir.module import IRModule
 from engine.ir.op import Op
-from engine.relay.expr_functor import ExprMutator
+from engine.relay.expr_functor import ExprMutator, post_order
 from engine.relay.transform._rewrite import copy_type, merged_span
 from engine.relay.transform.pass_infra import function_pass
 from engine.transform import PassContext, register_pass
@@ -73,24 +73,11 @@ class DuplicateFinder:
         self.members.setdefault(first, [first]).append(node)
 
 
-def post_order_outside_primitives(root: Expr) -> list[Expr]:
-    """Every node reachable from `root`, children first, not entering Primitive functions."""
-    order: list[Expr] = []
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        if isinstance(node, Function) and node.is_primitive():
-            continue
-        stack.extend((kid, False) for kid in reversed(children(node)) if id(kid) not in seen)
-    return order
+def _kids_outside_primitives(node: Expr) -> Sequence[Expr]:
+    """Children, except that the body of a Primitive (fused) function is not entered."""
+    if isinstance(node, Function) and node.is_primitive():
+        return ()
+    return children(node)
 
 
 class Merger(ExprMutator):
@@ -120,7 +107,7 @@ class Merger(ExprMutator):
 
 def eliminate_common_subexpr(func: Function, fskip: Skip | None = None) -> Function:
     finder = DuplicateFinder(fskip)
-    for node in post_order_outside_primitives(func.body):
+    for node in post_order(func.body, _kids_outside_primitives):
         finder.visit(node)
     if not finder.rep:
         return func

@@ -33,6 +33,7 @@ from engine.ir.expr import (
 from engine.ir.module import IRModule
 from engine.ir.op import Op
 from engine.ir.structural import structural_equal
+from engine.relay.expr_functor import post_order
 from engine.relay.transform._rewrite import copy_type
 from engine.transform import PassContext, module_pass, register_pass
 
@@ -93,25 +94,16 @@ class ANFConverter:
         self.fresh = 0
 
     def post_order(self, root: Expr) -> list[Expr]:
-        order: list[Expr] = []
-        seen: set[int] = set()
-        stack: list[tuple[Expr, bool]] = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            if isinstance(node, Let):
-                self.let_value[node.var] = node.value
-                if not isinstance(node.value, ATOMS) and node.value not in self.preassigned:
-                    self.preassigned[node.value] = node.var
-                    self.atom[node.var] = node.var
-            stack.append((node, True))
-            stack.extend((d, False) for d in reversed(_deps(node, self.let_value)))
-        return order
+        return post_order(root, self._enter)
+
+    def _enter(self, node: Expr) -> Sequence[Expr]:
+        """Record what a let binds as it is entered, then give its dependencies."""
+        if isinstance(node, Let):
+            self.let_value[node.var] = node.value
+            if not isinstance(node.value, ATOMS) and node.value not in self.preassigned:
+                self.preassigned[node.value] = node.var
+                self.atom[node.var] = node.var
+        return _deps(node, self.let_value)
 
     def assign_scopes(self, order: list[Expr], root: Expr, top: Scope) -> None:
         self.scope[root] = top
