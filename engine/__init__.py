@@ -7,12 +7,14 @@
 from importlib import import_module
 from typing import Any
 
-from engine import ir, runtime
+from engine import (
+    ir,
+    relay,  # noqa: E402,I001  (relay needs ir first)
+    runtime,
+)
 from engine.ir import IRModule
 from engine.runtime import cpu, device
 from engine.runtime import ndarray as nd
-
-from engine import relay  # noqa: E402,I001  (relay needs ir first)
 
 _LAZY: dict[str, tuple[str, str | None]] = {
     "transform": ("engine.transform", None),

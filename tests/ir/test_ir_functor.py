@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from engine import relay
-from engine.ir import Span, SourceName, structural_equal
+from engine.ir import SourceName, Span, structural_equal
 from engine.ir.op import Op, register_op
 from engine.relay.expr_functor import NODE_KINDS, ExprFunctor, ExprMutator, ExprVisitor
 
