@@ -43,6 +43,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("interpreter", quick=("--repeat", "1", "--models", "mlp")),
     Benchmark("explorer", quick=("mlp",)),
     Benchmark("passes"),
+    Benchmark("build", quick=("--models", "mobilenetv2", "--no-write")),
     Benchmark("tvm"),
 )
 
@@ -62,7 +63,7 @@ def arguments(bench: Benchmark, quick: bool) -> list[str]:
         return list(bench.full)
     args = list(bench.quick)
     if args and args[0].startswith("--") and not accepts(bench.script, args[0]):
-        return []
+        return []  # the script has no such option: run it with its defaults
     if "--no-write" in args and not accepts(bench.script, "--no-write"):
         args.remove("--no-write")
     return args
