@@ -120,7 +120,7 @@ def _binary(name: str, lhs: Any, rhs: Any) -> Call:
 def _as_expr(value: Any) -> Expr:
     if isinstance(value, Expr):
         return value
-    return Constant(np.array(value, dtype="float32" if isinstance(value, float) else None))
+    return Constant(NDArray(np.array(value, dtype="float32" if isinstance(value, float) else None)))
 
 
 BaseExpr = RelayExpr = Expr

@@ -37,7 +37,7 @@ class IRModule:
         if not isinstance(expr, Function):
             from engine.relay.analysis import free_vars
 
-            expr = Function(free_vars(expr), expr, span=UNKNOWN_SPAN)
+            expr = Function(tuple(free_vars(expr)), expr, span=UNKNOWN_SPAN)
         mod["main"] = expr
         return mod
 

@@ -93,6 +93,7 @@ class _EqualChecker:
         if type(a) is not type(b):
             return self.fail(path, a, b, f"{type(a).__name__} vs {type(b).__name__}")
         if mode == _DEF:
+            assert isinstance(a, Var) and isinstance(b, Var)
             return self.define(a, b, path)
         key = (id(a), id(b))
         if key in self.done:

@@ -134,11 +134,11 @@ def _needs_fusion(func: Function) -> bool:
 
 
 def _ensure_fused(mod: IRModule) -> IRModule:
-    from engine.relay import transform
+    from engine.relay.transform import FuseOps, InferType
 
     if not _needs_fusion(mod["main"]):
         return mod
-    return transform.InferType()(transform.FuseOps(fuse_opt_level=0)(mod))
+    return InferType()(FuseOps(fuse_opt_level=0)(mod))
 
 
 def lower_graph(graph_main: Function, target: str) -> tuple[Graph, dict[str, LoweredFunc]]:

@@ -56,7 +56,7 @@ def const(value: Any, dtype: str | None = None, span: SpanLike = UNKNOWN_SPAN) -
             elif probe.dtype == np.int64:
                 dtype = "int32"
         arr = np.asarray(value, dtype=dtype)
-    return Constant(arr, span=span)
+    return Constant(NDArray(arr), span=span)
 
 
 def bind(expr: Expr, binds: dict[Var, Expr]) -> Expr:

@@ -92,12 +92,10 @@ class ExprFunctor:
 
     def _dispatch(self, expr: Expr) -> Any:
         table = _handler_table(type(self))
-        try:
-            name = table[type(expr)]
-        except KeyError:
-            name = next((n for c, n in table.items() if isinstance(expr, c)), None)
-            if name is None:
-                raise TypeError(f"{type(self).__name__} cannot visit {type(expr).__name__}") from None
+        name = table.get(type(expr)) or next(
+            (n for c, n in table.items() if isinstance(expr, c)), None)
+        if name is None:
+            raise TypeError(f"{type(self).__name__} cannot visit {type(expr).__name__}")
         return getattr(self, name)(expr)
 
     def visit_var(self, var: Var) -> Any:
@@ -259,7 +257,7 @@ class ExprMutator(ExprFunctor):
             if var is old.var and value is old.value and body is old.body:
                 new: Expr = old
             else:
-                new = replace(old, var=var, value=value, body=body)
+                new = replace(old, var=var, value=value, body=body)  # type: ignore[arg-type]
             self.memo_map[old] = new
             body = new
         return body

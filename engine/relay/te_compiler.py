@@ -174,6 +174,9 @@ class ToTE:
     def run(self) -> list[Tensor]:
         for k, param in enumerate(self.func.params):
             ty = param.checked_type if param.has_type else param.type_annotation
+            if ty is None:
+                raise LowerError(f"parameter %{param.name_hint} has no type: "
+                                 "run InferType before lowering")
             value = _placeholders(ty, param.name_hint or f"p{k}")
             self.memo[param] = value
             self.inputs.extend(flatten(value))

@@ -33,12 +33,12 @@ class NDArray:
 
     def __init__(self, data: Any) -> None:
         if isinstance(data, NDArray):
-            data = data._array
+            data = data.numpy()
         arr = np.asarray(data)
         if arr.flags.writeable:
             arr = arr.view()
             arr.flags.writeable = False
-        self._array = arr
+        self._array: np.ndarray = arr
 
     def numpy(self) -> np.ndarray:
         return self._array

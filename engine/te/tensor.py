@@ -162,6 +162,15 @@ class Operation:
     def input_tensors(self) -> list[Tensor]:
         return []
 
+    @property
+    def axis(self) -> tuple[IterVar, ...]:
+        """The data-parallel axes (none for a placeholder or an extern stage)."""
+        return ()
+
+    @property
+    def reduce_axis(self) -> tuple[IterVar, ...]:
+        return ()
+
     def _set_outputs(self, shape: tuple[E.PrimExpr, ...], dtypes: Sequence[str]) -> None:
         outs = tuple(Tensor(self, i, shape, d) for i, d in enumerate(dtypes))
         object.__setattr__(self, "_outputs", outs)
@@ -177,14 +186,6 @@ class PlaceholderOp(Operation):
 
     def __post_init__(self) -> None:
         self._set_outputs(self.shape, [self.dtype])
-
-    @property
-    def axis(self) -> tuple[IterVar, ...]:
-        return ()
-
-    @property
-    def reduce_axis(self) -> tuple[IterVar, ...]:
-        return ()
 
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)

@@ -110,6 +110,10 @@ class PrimExpr(ExprOp):
     def same_as(self, other: object) -> bool:
         return self is other
 
+    def __int__(self) -> int:
+        """The value of a constant integer expression (a shape extent, say)."""
+        raise TypeError(f"{type(self).__name__} {self} is not a constant integer")
+
     def __str__(self) -> str:
         from engine.tir.printer import expr_text
 

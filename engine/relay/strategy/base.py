@@ -93,7 +93,7 @@ def static_shape(ty: Type, what: str = "output") -> tuple[int, ...]:
     if not isinstance(ty, TensorType):
         raise StrategyError(f"{what} must be a tensor, got {ty}")
     try:
-        return tuple(int(d) for d in ty.shape)
+        return ty.concrete_shape
     except (TypeError, ValueError):
         raise StrategyError(f"{what} has a dynamic shape {ty}: the build needs static "
                             "shapes") from None

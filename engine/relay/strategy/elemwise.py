@@ -185,10 +185,10 @@ def _strategy(name: str, compute: Callable[..., list[Tensor]]) -> OpStrategy:
 
 
 def register() -> None:
-    for name, fn in UNARY.items():
-        register_strategy(name, _strategy(name, map_compute(name, ELEMWISE, _unary(fn))))
-    for name, fn in BINARY.items():
-        register_strategy(name, _strategy(name, map_compute(name, BROADCAST, _binary(fn))))
+    for name, unary in UNARY.items():
+        register_strategy(name, _strategy(name, map_compute(name, ELEMWISE, _unary(unary))))
+    for name, binary in BINARY.items():
+        register_strategy(name, _strategy(name, map_compute(name, BROADCAST, _binary(binary))))
     table: dict[str, tuple[str, Callable[..., Any]]] = {
         "clip": (ELEMWISE, _clip), "nn.leaky_relu": (ELEMWISE, _leaky_relu),
         "cast": (ELEMWISE, lambda attrs, x: x), "cast_like": (ELEMWISE, lambda attrs, x, y: x),

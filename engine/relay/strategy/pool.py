@@ -4,7 +4,7 @@ the width tile, the width tile vectorized."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from engine import te
 from engine.ir.attrs import Attrs
@@ -68,7 +68,7 @@ def pool2d_compute(kind: str) -> Any:
         before = [{hpos: lo_h, wpos: lo_w}.get(a, 0) for a in range(data.ndim)]
         after = [{hpos: hi_h, wpos: hi_w}.get(a, 0) for a in range(data.ndim)]
         low = intrin.min_value(data.dtype)
-        padded = pad_tensor(data, before, after, low.value if kind == "max" else 0.0)
+        padded = pad_tensor(data, before, after, cast(Any, low).value if kind == "max" else 0.0)
         (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
         ry, rx = te.reduce_axis((0, kh), name="ry"), te.reduce_axis((0, kw), name="rx")
         reducer = te.max if kind == "max" else te.sum

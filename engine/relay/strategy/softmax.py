@@ -121,7 +121,7 @@ def _leading_axes(s: Schedule, axes: list[Any]) -> list[Any]:
     for stage in compute_stages(s):
         if stage.op.reduce_axis and len(stage.op.axis) == len(axes):
             for k, iv in enumerate(stage.op.axis):
-                if str(iv.dom.extent) == "1" and str(axes[k].dom.extent) != "1":
+                if _extent(iv) == "1" and _extent(axes[k]) != "1":
                     collapsed = min(collapsed, k)
     return axes[:collapsed]
 
@@ -135,3 +135,7 @@ def register() -> None:
 
 
 __all__ = ["INJECTIVE", "register"]
+
+
+def _extent(iv: Any) -> str:
+    return str(iv.dom.extent) if iv.dom is not None else "?"

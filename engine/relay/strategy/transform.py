@@ -216,7 +216,7 @@ def pad_compute(attrs: Attrs, inputs: list[Tensor], out_type: Type) -> list[Tens
 
         def body(*i: Any) -> E.PrimExpr:
             inside = te.all(*[te.all(v >= a, v < a + d) for v, (a, _), d in
-                              zip(i, widths, dims(data))]) if data.ndim else True
+                              zip(i, widths, dims(data))]) if data.ndim else te.all()
             return te.Select(inside, padded.load(i), E.cast(pv.load(()), data.dtype))
         return [_compute(dims(padded), body, "T_pad")]
     return [pad_tensor(data, [a for a, _ in widths], [b for _, b in widths], value, "T_pad")]

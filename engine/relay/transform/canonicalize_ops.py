@@ -19,7 +19,7 @@ from engine.relay.transform._rewrite import (
     tensor_type,
 )
 from engine.relay.transform.pass_infra import function_pass
-from engine.transform import PassContext, register_pass
+from engine.transform import Pass, PassContext, register_pass
 
 
 def canonicalize_bias_add(pre: Call, post: Call) -> Expr | None:
@@ -47,7 +47,7 @@ def canonicalize_ops(func: Function, mod: IRModule | None = None) -> Function:
     return rewrite_function(OpCanonicalizer(mod), func)
 
 
-def CanonicalizeOps() -> object:  # noqa: N802 - TVM's name
+def CanonicalizeOps() -> Pass:  # noqa: N802 - TVM's name
     """Rewrite nn.bias_add into add + expand_dims."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

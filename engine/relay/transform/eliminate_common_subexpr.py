@@ -22,7 +22,7 @@ from engine.ir.op import Op
 from engine.relay.expr_functor import ExprMutator, post_order
 from engine.relay.transform._rewrite import copy_type, merged_span
 from engine.relay.transform.pass_infra import function_pass
-from engine.transform import PassContext, register_pass
+from engine.transform import Pass, PassContext, register_pass
 
 Skip = Callable[[Expr], bool]
 
@@ -115,7 +115,7 @@ def eliminate_common_subexpr(func: Function, fskip: Skip | None = None) -> Funct
     return func if body is func.body else replace(func, body=body)
 
 
-def EliminateCommonSubexpr(fskip: Skip | None = None) -> object:  # noqa: N802 - TVM's name
+def EliminateCommonSubexpr(fskip: Skip | None = None) -> Pass:  # noqa: N802 - TVM's name
     """Merge duplicate calls; `fskip(call) -> bool` exempts calls from merging."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

@@ -28,7 +28,7 @@ from engine.relay.si_builder import SIBuilder
 from engine.relay.transform._rewrite import copy_type, merged_span, static_shape, with_span
 from engine.relay.transform.pass_infra import function_pass
 from engine.runtime.ndarray import NDArray
-from engine.transform import PassContext, register_pass
+from engine.transform import Pass, PassContext, register_pass
 
 NOT_FOLDED = frozenset({"zeros_like", "ones_like", "full_like", "full"})
 """Ops never evaluated even with constant inputs (as TVM's FoldConstant)."""
@@ -147,7 +147,7 @@ def fold_constant(expr: Expr, mod: IRModule | None = None, fold_qnn: bool = Fals
     return ConstantFolder(mod, fold_qnn).visit(expr)
 
 
-def FoldConstant(fold_qnn: bool = False) -> object:  # noqa: N802 - TVM's name
+def FoldConstant(fold_qnn: bool = False) -> Pass:  # noqa: N802 - TVM's name
     """Fold every subexpression that only depends on constants."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

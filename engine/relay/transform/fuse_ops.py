@@ -32,7 +32,7 @@ from engine.relay.transform._rewrite import copy_type, ensure_typed
 from engine.relay.transform.fuse_ops_graph import IndexedForwardGraph
 from engine.relay.transform.fuse_partition import GraphPartitioner, Group
 from engine.relay.transform.pass_infra import function_pass
-from engine.transform import PassContext, register_pass
+from engine.transform import Pass, PassContext, register_pass
 
 RESHAPE_OPS = frozenset({"reshape", "contrib_reverse_reshape", "squeeze", "expand_dims",
                          "nn.batch_flatten", "reshape_like"})
@@ -180,7 +180,7 @@ def fuse_ops(func: Function, opt_level: int, max_depth: int = 256,
     return replace(func, body=body), mutator.fused_groups
 
 
-def FuseOps(fuse_opt_level: int = -1) -> object:  # noqa: N802 - TVM's name
+def FuseOps(fuse_opt_level: int = -1) -> Pass:  # noqa: N802 - TVM's name
     """Fuse operators into Primitive functions (fuse_opt_level -1: the context's opt_level)."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.ir.module import IRModule
 from engine.relay.type_infer import infer_type
-from engine.transform import PassContext, module_pass, register_pass
+from engine.transform import Pass, PassContext, module_pass, register_pass
 
 
 def _infer_type(mod: IRModule, ctx: PassContext) -> IRModule:
@@ -13,7 +13,7 @@ def _infer_type(mod: IRModule, ctx: PassContext) -> IRModule:
     return result
 
 
-def InferType() -> object:  # noqa: N802 - TVM's name
+def InferType() -> Pass:  # noqa: N802 - TVM's name
     """Fill `checked_type` on every expression; never changes the module's structure."""
     return module_pass(_infer_type, opt_level=0, name="InferType")
 

@@ -19,7 +19,7 @@ from engine.ir.module import IRModule
 from engine.relay.analysis import bind_vars, free_vars
 from engine.relay.expr_functor import ExprMutator, post_order_visit
 from engine.relay.transform._rewrite import type_of
-from engine.transform import PassContext, module_pass, register_pass
+from engine.transform import Pass, PassContext, module_pass, register_pass
 
 LIFTED_PREFIX = "lifted_name"
 
@@ -95,7 +95,7 @@ def _transform(mod: IRModule, ctx: PassContext) -> IRModule:
     return lambda_lift(mod)
 
 
-def LambdaLift() -> object:  # noqa: N802 - TVM's name
+def LambdaLift() -> Pass:  # noqa: N802 - TVM's name
     """Lift nested functions (and closures) to global functions."""
     return module_pass(_transform, opt_level=0, name="LambdaLift")
 

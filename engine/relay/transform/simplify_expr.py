@@ -44,7 +44,7 @@ from engine.relay.transform._rewrite import (
     type_of,
 )
 from engine.relay.transform.pass_infra import function_pass
-from engine.transform import PassContext, register_pass
+from engine.transform import Pass, PassContext, register_pass
 
 MAX_ROUNDS = 8
 RESHAPES = ("reshape", "contrib_reverse_reshape")
@@ -314,7 +314,7 @@ def simplify_expr(func: Function, mod: IRModule | None = None) -> Function:
     return func
 
 
-def SimplifyExpr() -> object:  # noqa: N802 - TVM's name
+def SimplifyExpr() -> Pass:  # noqa: N802 - TVM's name
     """Simplify consecutive reshapes/transposes/casts, *_like ops and algebraic identities."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

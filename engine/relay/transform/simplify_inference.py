@@ -31,7 +31,7 @@ from engine.relay.transform._rewrite import (
     tensor_type,
 )
 from engine.relay.transform.pass_infra import function_pass
-from engine.transform import PassContext, register_pass
+from engine.transform import Pass, PassContext, register_pass
 
 
 def unpack_batch_norm(bn: Call, data_type: TensorType) -> Expr:
@@ -109,7 +109,7 @@ def simplify_inference(func: Function, mod: IRModule | None = None) -> Function:
     return rewrite_function(InferenceSimplifier(mod), func)
 
 
-def SimplifyInference() -> object:  # noqa: N802 - TVM's name
+def SimplifyInference() -> Pass:  # noqa: N802 - TVM's name
     """Unpack batch_norm, layer_norm and dropout for inference."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

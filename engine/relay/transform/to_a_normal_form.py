@@ -35,7 +35,7 @@ from engine.ir.op import Op
 from engine.ir.structural import structural_equal
 from engine.relay.expr_functor import post_order
 from engine.relay.transform._rewrite import copy_type
-from engine.transform import PassContext, module_pass, register_pass
+from engine.transform import Pass, PassContext, module_pass, register_pass
 
 ATOMS = (Var, GlobalVar, Op)
 
@@ -210,7 +210,7 @@ def _transform(mod: IRModule, ctx: PassContext) -> IRModule:
     return mod
 
 
-def ToANormalForm() -> object:  # noqa: N802 - TVM's name
+def ToANormalForm() -> Pass:  # noqa: N802 - TVM's name
     """Turn graph-form dataflow into let-bound A-normal form."""
     return module_pass(_transform, opt_level=1, name="ToANormalForm")
 

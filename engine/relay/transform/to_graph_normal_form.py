@@ -17,7 +17,7 @@ from engine.ir.module import IRModule
 from engine.relay.analysis import free_vars
 from engine.relay.expr_functor import ExprMutator
 from engine.relay.transform._rewrite import with_span
-from engine.transform import PassContext, module_pass, register_pass
+from engine.transform import Pass, PassContext, module_pass, register_pass
 
 
 class GraphNormalizer(ExprMutator):
@@ -67,7 +67,7 @@ def _transform(mod: IRModule, ctx: PassContext) -> IRModule:
     return mod
 
 
-def ToGraphNormalForm() -> object:  # noqa: N802 - TVM's name
+def ToGraphNormalForm() -> Pass:  # noqa: N802 - TVM's name
     """Remove let bindings: every variable is replaced by its value."""
     return module_pass(_transform, opt_level=1, name="ToGraphNormalForm")
 
