@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 5000
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
 .PHONY: run test setup test-extras frontend chromium lint typecheck pytest bench clean
 
@@ -69,8 +70,11 @@ typecheck:
 pytest:
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: setup
-	$(PY) bench/run_all.py
+bench: setup frontend chromium
+	# real Apache TVM (0.27, Relax-based) for the side-by-side benchmark, in its own venv
+	test -x .venv-tvm/bin/python || python3 -m venv .venv-tvm
+	test -f .venv-tvm/.installed || (.venv-tvm/bin/pip install --quiet --disable-pip-version-check apache-tvm onnx && touch .venv-tvm/.installed)
+	$(PY) bench/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-tflite node_modules static/dist

@@ -43,6 +43,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("interpreter", quick=("--repeat", "1", "--models", "mlp")),
     Benchmark("explorer", quick=("mlp",)),
     Benchmark("passes"),
+    Benchmark("pipeline", quick=("--models", "mobilenetv2", "--repeat", "1", "--no-write")),
     Benchmark("build", quick=("--models", "mobilenetv2", "--no-write")),
     Benchmark("tvm"),
 )
