@@ -170,13 +170,17 @@ def build(ir_mod: IRModule | Function, target: Any = "llvm", target_host: Any = 
           mod_name: str = "default") -> GraphExecutorFactoryModule:
     """Optimize, fuse and lower `ir_mod` for `target`; the factory module of the result."""
     from engine.relay.strategy.base import normalize_target
+    from engine.target import Target
 
     if isinstance(ir_mod, Function):
         ir_mod = IRModule.from_expr(ir_mod)
-    if isinstance(target, Mapping):
+    if isinstance(target, Mapping) and "kind" not in target:
         target = next(iter(target.values()), "llvm")
+    if target is None:
+        target = Target.current() or "llvm"
+    target = Target(target)
     kind = normalize_target(target)
-    mod, _ = optimize(ir_mod, kind, params)  # under the caller's PassContext
+    mod, _ = optimize(ir_mod, str(target), params)  # under the caller's PassContext
     mod = _ensure_fused(mod)
     graph, lowered = lower_graph(mod["main"], kind)
     factory = GraphExecutorFactoryModule(mod, graph, lowered, kind)

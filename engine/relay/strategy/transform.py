@@ -236,16 +236,54 @@ def _edge_pad(data: Tensor, widths: list[tuple[int, int]], mode: str,
         [src(v, a, d) for v, (a, _), d in zip(i, widths, dims(data))]), "T_pad")]
 
 
+def _layout_axes(layout: str) -> list[tuple[str, int | None]]:
+    """"NCHW8c" -> [("N", None), ("C", None), ("H", None), ("W", None), ("c", 8)]."""
+    axes: list[tuple[str, int | None]] = []
+    digits = ""
+    for ch in layout:
+        if ch.isdigit():
+            digits += ch
+            continue
+        if not ch.isalpha():
+            raise ValueError(f"layout {layout!r} has a character that is not an axis: {ch!r}")
+        axes.append((ch, int(digits) if digits else None))
+        digits = ""
+    return axes
+
+
 def layout_transform_compute(attrs: Attrs, inputs: list[Tensor], out_type: Type
                              ) -> list[Tensor]:
-    """Between layouts of the same plain letters (NCHW <-> NHWC...): a transpose."""
+    """Any layout to any other over the same primal axes, blocked ones included
+    (NCHW <-> NHWC, NCHW -> NCHW8c, NCHW16c -> NCHW8c): each output index is turned into
+    the primal coordinates, which give the input index."""
     data = inputs[0]
-    src, dst = str(attrs.src_layout), str(attrs.dst_layout)
-    if sorted(src) != sorted(dst) or not src.isalpha() or not src.isupper():
-        raise ValueError(f"layout_transform {src} -> {dst} has split axes")
+    src = _layout_axes(str(attrs.src_layout))
+    dst = _layout_axes(str(attrs.dst_layout))
+    if sorted(c for c, _ in src if c.isupper()) != sorted(c for c, _ in dst if c.isupper()):
+        raise ValueError(f"layout_transform {attrs.src_layout} -> {attrs.dst_layout}: "
+                         "the layouts have different primal axes")
+    dst_block = {c.upper(): f for c, f in dst if c.islower() and f}
+    src_block = {c.upper(): f for c, f in src if c.islower() and f}
     shape, _ = _out(out_type)
-    return [_compute(shape, lambda *i: data.load([i[dst.index(ch)] for ch in src]),
-                     "T_layout_trans")]
+
+    def body(*index: Any) -> E.PrimExpr:
+        primal: dict[str, Any] = {}
+        for k, (ch, _) in enumerate(dst):
+            if ch.isupper():
+                primal[ch] = index[k] * dst_block[ch] if ch in dst_block else index[k]
+        for k, (ch, _) in enumerate(dst):
+            if ch.islower():
+                primal[ch.upper()] = primal[ch.upper()] + index[k]
+        load = []
+        for ch, factor in src:
+            value = primal[ch.upper()]
+            if ch.isupper():
+                load.append(value // src_block[ch] if ch in src_block else value)
+            else:
+                load.append(value % factor)
+        return data.load(load)
+
+    return [_compute(shape, body, "T_layout_trans")]
 
 
 def tile_compute(attrs: Attrs, inputs: list[Tensor], out_type: Type) -> list[Tensor]:
