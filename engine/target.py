@@ -51,6 +51,8 @@ class Target:
 
     def __init__(self, target: str | Mapping[str, Any] | Target,
                  host: str | Target | None = None) -> None:
+        kind: str
+        attrs: dict[str, Any]
         if isinstance(target, Target):
             kind, attrs, host = target.kind.name, dict(target.attrs), host or target.host
         elif isinstance(target, Mapping):
@@ -64,7 +66,7 @@ class Target:
         if kind not in _KINDS:
             known = ", ".join(sorted(_KINDS))
             raise TargetError(f"unknown target kind {kind!r} (known: {known})")
-        self.kind = TargetKind(kind)
+        self.kind: TargetKind = TargetKind(kind)
         self.attrs: dict[str, Any] = attrs
         self.keys: tuple[str, ...] = tuple(_KINDS[kind])
         self.host: Target | None = Target(host) if host is not None else None
