@@ -75,9 +75,23 @@ def get_events(rid: str) -> Response:
 
 @bp.get("/api/snapshots/<int:snapshot_id>")
 def get_snapshot(snapshot_id: int) -> Response:
+    part = request.args.get("part")
+    if part is not None:
+        return _snapshot_part(snapshot_id, part)
     snap = services().store.snapshot(snapshot_id)
     return jsonify({"snapshot": {k: snap[k] for k in ("id", "text", "source_map",
                                                       "line_count")}})
+
+
+def _snapshot_part(snapshot_id: int, part: str) -> Response:
+    """`?part=text` or `?part=source_map`: one part, the source map spliced in from its stored
+    JSON without decoding it (a 50,000-line module's map is ~11 MB)."""
+    if part not in ("text", "source_map"):
+        raise bad_request("bad_part", f"part must be 'text' or 'source_map', not {part!r}")
+    raw = services().store.snapshot_part(snapshot_id, part)
+    value = json.dumps(raw.decode()).encode() if part == "text" else raw
+    body = b'{"snapshot":{"id":%d,"%s":%s}}' % (snapshot_id, part.encode(), value)
+    return Response(body, mimetype="application/json")
 
 
 @bp.get("/api/diff")

@@ -180,6 +180,14 @@ class Store:
                 "source_map": json.loads(self._blob(row[1])), "line_count": row[2],
                 "text_hash": row[0]}
 
+    def snapshot_part(self, snapshot_id: int, part: str) -> bytes:
+        """The stored bytes of one part ("text": UTF-8, "source_map": JSON) as is."""
+        column = {"text": "text_hash", "source_map": "map_hash"}[part]
+        row = self._one(f"SELECT {column} FROM snapshots WHERE id = ?", (snapshot_id,))
+        if row is None:
+            raise not_found("snapshot", snapshot_id)
+        return self._blob(str(row[0]))
+
     def snapshot_text_hash(self, snapshot_id: int) -> str:
         row = self._one("SELECT text_hash FROM snapshots WHERE id = ?", (snapshot_id,))
         if row is None:
