@@ -17,7 +17,7 @@ from flask_socketio import SocketIO
 from explorer.hub import EventHub
 from explorer.protocol import NAMESPACE, RUN_EVENT, RunEvent
 from explorer.queries import SnapshotIndexCache
-from explorer.runner import RunManager
+from explorer.runner import RunConfig, RunManager
 from explorer.sessions import SessionService
 from explorer.store import Store
 
@@ -75,7 +75,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     hub.add_sink(emit_live)
     sessions = SessionService(store, data_dir / "models")
-    runs = RunManager(store, hub, sessions, start_task=socketio.start_background_task)
+    runs = RunManager(store, hub, sessions, start_task=socketio.start_background_task,
+                      config=RunConfig.from_mapping(app.config))
+    runs.warm_up()
     app.extensions["explorer"] = Explorer(store, hub, sessions, runs, socketio,
                                           SnapshotIndexCache(store), data_dir)
 

@@ -19,6 +19,7 @@ UNSUBSCRIBE = "unsubscribe"
 CANCEL_RUN = "cancel_run"
 
 # RunEvent types.
+RUN_QUEUED = "run_queued"
 RUN_STARTED = "run_started"
 PASS_STARTED = "pass_started"
 PASS_FINISHED = "pass_finished"

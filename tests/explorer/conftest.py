@@ -1,22 +1,23 @@
-"""Fixtures of the explorer tests: an app on a temporary data folder and its clients."""
+"""Fixtures of the explorer tests: an app on a temporary data folder (its run workers
+import the test passes of explorer_helpers) and its clients."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from explorer_helpers import GATE
+from explorer_helpers import GATE, PLUGIN, REACHED
 
 from explorer import create_app, socketio_of
 from explorer.protocol import NAMESPACE
 
 
 @pytest.fixture()
-def gate() -> Iterator[threading.Event]:
+def gate() -> Iterator[Any]:
     GATE.clear()
+    REACHED.clear()
     yield GATE
     GATE.set()
 
@@ -27,8 +28,10 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture()
-def app(data_dir: Path) -> Any:
-    return create_app({"TESTING": True, "DATA_DIR": str(data_dir)})
+def app(data_dir: Path) -> Iterator[Any]:
+    app = create_app({"TESTING": True, "DATA_DIR": str(data_dir), "RUN_PLUGINS": [PLUGIN]})
+    yield app
+    app.extensions["explorer"].runs.shutdown()
 
 
 @pytest.fixture()

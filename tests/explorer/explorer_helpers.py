@@ -1,10 +1,14 @@
 """Helpers of the explorer tests: a small Relay-text model with layer spans, test
 passes registered in the engine's pass registry (rebuilding, no-op, gated, failing,
-sleeping), and socket helpers that wait for run events."""
+sleeping, crashing), and socket helpers that wait for run events.
+
+Runs execute in worker processes: the test app names this module in RUN_PLUGINS, so
+each worker imports it (registering the passes), and the gate is a ProcessFlag."""
 
 from __future__ import annotations
 
-import threading
+import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +17,7 @@ from engine.ir.expr import Call, Constant, Expr
 from engine.relay.expr_functor import ExprMutator
 from engine.transform import module_pass, register_pass
 from explorer.protocol import NAMESPACE, RUN_EVENT
+from explorer.testing import ProcessFlag
 
 MODEL_TEXT = """#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 4), float32]) {
@@ -23,7 +28,9 @@ def @main(%x: Tensor[(1, 4), float32]) {
 }
 """
 
-GATE = threading.Event()
+PLUGIN = "explorer_helpers"
+GATE = ProcessFlag("explorer-gate")
+REACHED = ProcessFlag("explorer-gate-reached")
 
 
 class _Rebuild(ExprMutator):
@@ -47,6 +54,7 @@ def _noop(mod: Any, ctx: Any) -> Any:
 
 
 def _gate(mod: Any, ctx: Any) -> Any:
+    REACHED.set()
     if not GATE.wait(timeout=20):
         raise TimeoutError("the test never opened the gate")
     return _rebuild(mod, ctx)
@@ -61,9 +69,25 @@ def _sleep(mod: Any, ctx: Any) -> Any:
     return mod
 
 
+def _exit(mod: Any, ctx: Any) -> Any:
+    os._exit(3)  # the interpreter ends at once, as in a fatal error of a C extension
+
+
+def _sigkill(mod: Any, ctx: Any) -> Any:
+    os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's OOM killer would
+    return mod
+
+
+def _hang(mod: Any, ctx: Any) -> Any:
+    REACHED.set()
+    while True:  # never returns, never looks at the cancel flag
+        time.sleep(0.05)
+
+
 TEST_PASSES: dict[str, Callable[[Any, Any], Any]] = {
     "ExplorerTestRebuild": _rebuild, "ExplorerTestNoop": _noop, "ExplorerTestGate": _gate,
-    "ExplorerTestFail": _fail, "ExplorerTestSleep": _sleep,
+    "ExplorerTestFail": _fail, "ExplorerTestSleep": _sleep, "ExplorerTestExit": _exit,
+    "ExplorerTestSigkill": _sigkill, "ExplorerTestHang": _hang,
 }
 
 

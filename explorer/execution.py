@@ -1,0 +1,238 @@
+"""One execution of a pipeline run, wherever it happens (a worker process or the CLI).
+
+`Execution.execute()` imports the session's model from its stored file, runs
+the pipeline under a PassContext whose instruments include the
+RecordingInstrument, then `relay.build` under a PassContext with the same
+options, and returns an `Outcome`: the run's status, summary and terminal
+event. It publishes every other event itself (through `publish`); the caller
+decides when and how the terminal event is published (`finish_run`), so a
+supervising server can overrule it (a cancel that raced the last pass).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.instrument import PassInstrument
+from engine.ir import IRModule
+from explorer import engine_bridge
+from explorer.build import build_schedules
+from explorer.hub import EventHub
+from explorer.numerics import NumericsChecker
+from explorer.protocol import (
+    BUILD_FINISHED,
+    BUILD_STARTED,
+    RUN_CANCELLED,
+    RUN_FAILED,
+    RUN_FINISHED,
+    RUN_STARTED,
+    ApiError,
+    RunOptions,
+    RunSummary,
+)
+from explorer.recording import RecordingInstrument, RunCancelled, SnapshotRecorder
+from explorer.sessions import SessionService
+
+Publish = Callable[[str, dict[str, Any]], None]
+PipelineHook = Callable[[Any, RunOptions], Any]
+
+TERMINAL_TYPES = {"finished": RUN_FINISHED, "failed": RUN_FAILED, "cancelled": RUN_CANCELLED}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a run ended: its summary (status set) and its terminal event's data."""
+
+    summary: RunSummary
+    data: dict[str, Any] | None = None  # None: run_finished {"summary": summary}
+
+    @property
+    def status(self) -> str:
+        return str(self.summary["status"])
+
+    @property
+    def event_type(self) -> str:
+        return TERMINAL_TYPES[self.status]
+
+    def event_data(self) -> dict[str, Any]:
+        return {"summary": self.summary} if self.data is None else self.data
+
+    def to_json(self) -> dict[str, Any]:
+        return {"summary": dict(self.summary), "data": self.data}
+
+    @staticmethod
+    def from_json(raw: dict[str, Any]) -> Outcome:
+        return Outcome(raw["summary"], raw.get("data"))
+
+
+def finish_run(store: Any, hub: EventHub, outcome: Outcome) -> None:
+    """Persist the final summary, then publish the terminal event."""
+    summary = outcome.summary
+    store.update_run(summary)
+    hub.publish(summary["id"], summary["session_id"], outcome.event_type, outcome.event_data())
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception of a chain of wrappers (PassError keeps it as `cause`)."""
+    seen: set[int] = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        inner = getattr(exc, "cause", None) or exc.__cause__
+        if not isinstance(inner, BaseException):
+            break
+        exc = inner
+    return exc
+
+
+def was_cancelled(exc: BaseException) -> bool:
+    return isinstance(exc, RunCancelled) or isinstance(root_cause(exc), RunCancelled)
+
+
+def count_planned(pipeline: Any) -> int | None:
+    passes = getattr(pipeline, "passes", None)
+    if passes is None:
+        return None
+    return sum((count_planned(p) or 1) for p in passes)
+
+
+class CancelCheck(PassInstrument):
+    """Stops a pass sequence (the build's) at the next pass once the run is cancelled."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        super().__init__()
+        self.cancel = cancel
+
+    def should_run(self, mod: IRModule, info: Any) -> bool:
+        if self.cancel.is_set():
+            raise RunCancelled("the run was cancelled")
+        return True
+
+
+class Execution:
+    """Runs one pipeline and publishes its events (see module docstring)."""
+
+    def __init__(self, store: Any, sessions: SessionService, publish: Publish, run_id: str,
+                 session_id: str, options: RunOptions, cancel: threading.Event | None = None,
+                 hooks: Sequence[PipelineHook] = ()) -> None:
+        self.store = store
+        self.sessions = sessions
+        self.publish = publish
+        self.summary = store.run(run_id)
+        self.run_id = run_id
+        self.session_id = session_id
+        self.options = options
+        self.cancel = cancel or threading.Event()
+        self.hooks = tuple(hooks)
+        self.started = time.perf_counter()
+        self.instrument: RecordingInstrument | None = None
+        self.checker: NumericsChecker | None = None
+
+    def execute(self) -> Outcome:
+        try:
+            mod = self._prepare()
+            final = self._pipeline(mod)
+            self._check_cancel()
+            if self.options.build:
+                self._build(final)
+                self._check_cancel()
+        except ApiError as err:
+            return self._fail(None, err.message, err.code)
+        except Exception as exc:  # any failure ends the run cleanly; the pass is named
+            if was_cancelled(exc):
+                return self._outcome("cancelled", {})
+            return self._failed_pass(exc)
+        return self._outcome("finished", None)
+
+    def _check_cancel(self) -> None:
+        if self.cancel.is_set():
+            raise RunCancelled("the run was cancelled")
+
+    def _prepare(self) -> IRModule:
+        imported = self.sessions.imported(self.session_id)
+        recorder = SnapshotRecorder(self.store, self.run_id)
+        initial = recorder.record(imported.mod)
+        numerics_error = None
+        if self.options.check_numerics:
+            try:
+                self.checker = NumericsChecker(imported.mod, imported.params)
+            except Exception as exc:  # reported in run_started; the run goes on without it
+                numerics_error = f"{type(exc).__name__}: {exc}"
+        self.instrument = RecordingInstrument(recorder, self.publish, self.cancel,
+                                              self.checker)
+        self.pipeline = self._build_pipeline()
+        data: dict[str, Any] = {"options": self.options.to_json(),
+                                "initial_snapshot": initial.id,
+                                "num_passes_planned": count_planned(self.pipeline)}
+        if numerics_error:
+            data["numerics_error"] = numerics_error
+        self.publish(RUN_STARTED, data)
+        self.summary["final_snapshot"] = initial.id
+        return imported.mod
+
+    def _build_pipeline(self) -> Any:
+        pipeline = engine_bridge.build_pipeline(self.options.opt_level, self.options.passes)
+        for hook in self.hooks:
+            pipeline = hook(pipeline, self.options)
+        return pipeline
+
+    def _context(self, instruments: list[Any]) -> Any:
+        return engine_bridge.pass_context(self.options.opt_level, self.options.required_pass,
+                                          self.options.disabled_pass, instruments)
+
+    def _pipeline(self, mod: IRModule) -> IRModule:
+        assert self.instrument is not None
+        with self._context([self.instrument]):
+            final = self.pipeline(mod)
+        self.summary["final_snapshot"] = self.instrument.recorder.record(final).id
+        return final
+
+    def _build(self, mod: IRModule) -> None:
+        """relay.build under the run's options (opt level, disabled and required passes);
+        its own optimize passes are not recorded as pipeline passes."""
+        self.publish(BUILD_STARTED, {})
+        with self._context([CancelCheck(self.cancel)]):
+            nodes = build_schedules(mod)
+        self.store.put_artifact(self.run_id, "schedules", nodes)
+        self.publish(BUILD_FINISHED, {"num_nodes": len(nodes)})
+
+    def _failed_pass(self, exc: BaseException) -> Outcome:
+        failed = self.instrument.state.failed if self.instrument else []
+        pass_name = failed[0][0] if failed else getattr(exc, "pass_name", None)
+        cause = root_cause(exc)
+        message = f"{type(cause).__name__}: {cause}"
+        code = "pass_failed" if pass_name else "run_failed"
+        return self._fail(pass_name, message, code)
+
+    def _fail(self, pass_name: str | None, message: str, code: str) -> Outcome:
+        self.summary["failed_pass"] = pass_name
+        self.summary["error"] = message
+        if self.instrument and self.instrument.state.last_snapshot is not None:
+            self.summary["final_snapshot"] = self.instrument.state.last_snapshot.id
+        return self._outcome("failed", {"pass": pass_name, "message": message, "code": code})
+
+    def _outcome(self, status: str, data: dict[str, Any] | None) -> Outcome:
+        self._summarize(status)
+        return Outcome(self.summary, data)
+
+    def _summarize(self, status: str) -> None:
+        s = self.summary
+        s["status"] = status
+        s["total_ms"] = round((time.perf_counter() - self.started) * 1e3, 3)
+        if self.instrument is None:
+            return
+        records = self.instrument.state.records
+        parents = {r.parent for r in records}
+        leaves = [r for r in records if r.index not in parents]
+        s["num_passes"] = len(leaves)
+        s["num_changed"] = sum(r.changed for r in leaves)
+        broken = self.instrument.state.first_break
+        if broken is not None and self.checker is not None:
+            s["first_numerics_break"] = broken[0]
+            try:
+                s["drifted_layers"] = self.checker.drifted_layers(broken[1])
+            except Exception as exc:  # the bisection is best effort; the break stays named
+                s["error"] = s["error"] or f"drift bisection failed: {type(exc).__name__}"
