@@ -1,6 +1,7 @@
 """The `explorer` command: `serve`, `run` and `trace`.
 
     explorer serve [MODEL] [--host 127.0.0.1] [--port 5000] [--data DIR] [--open] [--demo]
+                   [--max-runs N] [--plugin MODULE]
     explorer run MODEL [--opt-level 3] [--disable P] [--print-after-all | --print-after-change]
                        [--timing] [--check-numerics]
     explorer trace MODEL NODE_OR_LAYER [--opt-level 3] [--disable P]
@@ -42,6 +43,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--open", action="store_true", help="open the page in a browser")
     serve.add_argument("--demo", action="store_true", help="open the bundled demo model")
     serve.add_argument("--max-upload-mb", type=int, default=512)
+    serve.add_argument("--max-runs", type=int, default=None, metavar="N",
+                       help="runs executing at once (default: the number of CPUs); "
+                            "more wait in a queue")
+    serve.add_argument("--stall-timeout", type=float, default=None, metavar="SECONDS",
+                       help="stop a run with no progress for this long (default 1800)")
+    serve.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                       help="a Python module every run imports (registers extra passes)")
     for name, helptext in (("run", "run the pipeline in the terminal"),
                            ("trace", "backtrace an expression or a layer of the final IR")):
         cmd = sub.add_parser(name, help=helptext)
@@ -85,10 +93,7 @@ def serve(args: argparse.Namespace) -> int:
     from explorer import create_app, services
     from explorer.demo import demo_session
 
-    config = {"MAX_CONTENT_LENGTH": args.max_upload_mb * 1024 * 1024}
-    if args.data is not None:
-        config["DATA_DIR"] = str(args.data.resolve())
-    app = create_app(config)
+    app = create_app(_serve_config(args))
     path = "/"
     with app.app_context():
         svc = services()
@@ -104,9 +109,26 @@ def serve(args: argparse.Namespace) -> int:
     print(f"IR Explorer on {url} (data in {app.config['DATA_DIR']})", flush=True)
     if args.open:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    app.extensions["explorer"].socketio.run(app, host=args.host, port=args.port,
-                                            allow_unsafe_werkzeug=True, use_reloader=False)
+    try:
+        app.extensions["explorer"].socketio.run(app, host=args.host, port=args.port,
+                                                allow_unsafe_werkzeug=True, use_reloader=False)
+    except KeyboardInterrupt:
+        print("explorer: stopping", file=sys.stderr)
+    finally:
+        app.extensions["explorer"].runs.shutdown()  # running runs: interrupted at restart
     return EXIT_OK
+
+
+def _serve_config(args: argparse.Namespace) -> dict[str, Any]:
+    config: dict[str, Any] = {"MAX_CONTENT_LENGTH": args.max_upload_mb * 1024 * 1024,
+                              "RUN_PLUGINS": list(args.plugin)}
+    if args.data is not None:
+        config["DATA_DIR"] = str(args.data.resolve())
+    if args.max_runs is not None:
+        config["MAX_CONCURRENT_RUNS"] = args.max_runs
+    if args.stall_timeout is not None:
+        config["RUN_STALL_TIMEOUT"] = args.stall_timeout
+    return config
 
 
 # --- run / trace in the terminal -----------------------------------------------------------

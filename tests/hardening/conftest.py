@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hardening_helpers import PLUGIN
 
 from explorer import create_app
 
@@ -48,8 +49,10 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture()
-def app(data_dir: Path) -> Any:
-    return create_app({"TESTING": True, "DATA_DIR": str(data_dir)})
+def app(data_dir: Path) -> Iterator[Any]:
+    app = create_app({"TESTING": True, "DATA_DIR": str(data_dir), "RUN_PLUGINS": [PLUGIN]})
+    yield app
+    app.extensions["explorer"].runs.shutdown()
 
 
 @pytest.fixture()

@@ -2,13 +2,16 @@
 engine's pass registry, a real server on a loopback port, Socket.IO clients that record
 run events, and multipart uploads over plain HTTP.
 
-Importing this module registers the passes; a subprocess server gets them by running
-`python -m hardening_serve` with this folder on PYTHONPATH.
+Importing this module registers the passes. Runs execute in worker processes: a test
+app names this module in RUN_PLUGINS (a subprocess server gets `--plugin hardening_helpers`
+from `python -m hardening_serve`, with this folder on PYTHONPATH), so each worker imports
+it too; the gates are ProcessFlags, shared by the test and the workers.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -20,6 +23,7 @@ from typing import Any
 
 from engine.relay.expr_functor import ExprMutator
 from engine.transform import module_pass, register_pass
+from explorer.testing import ProcessFlag
 
 MODEL_TEXT = """#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 4), float32]) {
@@ -31,9 +35,11 @@ def @main(%x: Tensor[(1, 4), float32]) {
 """
 NAMESPACE = "/explorer"
 TERMINAL = ("run_finished", "run_failed", "run_cancelled")
-GATE = threading.Event()      # HardeningGate waits for it
-HANG = threading.Event()      # HardeningHang waits for it
-HANG_REACHED = threading.Event()
+PLUGIN = "hardening_helpers"
+GATE = ProcessFlag("hardening-gate")          # HardeningGate waits for it
+HANG = ProcessFlag("hardening-hang")          # HardeningHang waits for it
+HANG_REACHED = ProcessFlag("hardening-hang-reached")
+HANG_PID = ProcessFlag("hardening-hang-pid")  # holds the pid of the process running the pass
 
 
 class _Rebuild(ExprMutator):
@@ -67,6 +73,7 @@ def _raise(mod: Any, ctx: Any) -> Any:
 
 
 def _hang(mod: Any, ctx: Any) -> Any:
+    HANG_PID.path.write_text(str(os.getpid()))
     HANG_REACHED.set()
     if not HANG.wait(timeout=120):
         raise TimeoutError("HardeningHang was never released")
@@ -87,6 +94,20 @@ def _register() -> None:
 
 
 _register()
+
+
+def process_gone(pid: int, timeout: float = 10) -> bool:
+    """True once `pid` has exited (a zombie that nobody reaped counts as exited)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 # --- servers ----------------------------------------------------------------------------

@@ -1,13 +1,17 @@
 """`python -m hardening_serve serve ...`: the explorer CLI with the hardening test passes
-registered (run with tests/hardening on PYTHONPATH), for the kill-and-restart tests."""
+registered in the server and its run workers (run with tests/hardening on PYTHONPATH), for
+the kill-and-restart tests."""
 
 from __future__ import annotations
 
 import sys
 
-import hardening_helpers  # noqa: F401  (registers the test passes)
+from hardening_helpers import PLUGIN
 
 from explorer.cli import main
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    args = sys.argv[1:]
+    if args[:1] == ["serve"]:
+        args += ["--plugin", PLUGIN]
+    raise SystemExit(main(args))
