@@ -26,13 +26,13 @@ from engine.ir.expr import (
 )
 from engine.ir.op import Op
 from engine.relay.printer_format import (
-    attr_key_text,
-    attr_value_text,
+    attrs_text,
     name_or_quoted,
     sanitize_var_name,
     scalar_text,
-    span_comment,
+    span_trailer,
     type_text,
+    type_trailer,
 )
 from engine.relay.printer_writer import Writer
 
@@ -101,6 +101,7 @@ class ExprPrinter:
         self.scopes: list[dict[Expr, str]] = [{}]
         self.var_names: dict[Var, str] = {}
         self.used_names: set[str] = set()
+        self.next_suffix: dict[str, int] = {}
         self.temps = 0
         self._render_table: dict[type, Callable[[Any], None]] = {
             Var: self._var_ref, GlobalVar: self._global_var, Op: self._op,
@@ -140,9 +141,14 @@ class ExprPrinter:
         if text is not None:
             return text
         base = sanitize_var_name(var.name_hint)
-        name, suffix = base, 1
+        # Candidates are base, base1, base2, ...; names only get used, so a candidate
+        # found taken stays taken: resume from the last suffix tried (linear, not quadratic).
+        suffix = self.next_suffix.get(base, 0)
+        name = f"{base}{suffix}" if suffix else base
         while name in self.used_names:
-            name, suffix = f"{base}{suffix}", suffix + 1
+            suffix += 1
+            name = f"{base}{suffix}"
+        self.next_suffix[base] = suffix
         self.used_names.add(name)
         text = self.var_names[var] = "%" + name
         return text
@@ -240,11 +246,13 @@ class ExprPrinter:
         render(node)
 
     def _trailer(self, node: Expr) -> None:
-        if self.show_types and node.has_type:
-            self.w.write(f" /* ty={type_text(node.checked_type)} */")
-        comment = span_comment(node.span)
+        if self.show_types:
+            ty = node._checked_type
+            if ty is not None:
+                self.w.write(type_trailer(ty))
+        comment = span_trailer(node.span)
         if comment:
-            self.w.write(" " + comment)
+            self.w.write(comment)
 
     def _atom(self, node: Expr, text: str) -> None:
         w = self.w
@@ -262,9 +270,9 @@ class ExprPrinter:
         w.write(self.var_name(var))
         if var.type_annotation is not None:
             w.write(": " + type_text(var.type_annotation))
-        comment = span_comment(var.span)
+        comment = span_trailer(var.span)
         if comment:
-            w.write(" " + comment)
+            w.write(comment)
         w.end(var, start)
 
     def _global_var(self, gv: GlobalVar) -> None:
@@ -283,16 +291,16 @@ class ExprPrinter:
         w = self.w
         self._expr(call.op)
         w.write("(")
-        first = True
-        for arg in call.args:
-            if not first:
+        expr = self._expr
+        for i, arg in enumerate(call.args):
+            if i:
                 w.write(", ")
-            first = False
-            self._expr(arg)
-        for key, value in call.attrs.items():
-            w.write(("" if first else ", ") + f"{attr_key_text(key)}={attr_value_text(value)}")
-            first = False
-        w.write(")")
+            expr(arg)
+        attrs = attrs_text(call.attrs) if call.attrs else ""
+        if attrs:
+            w.write((", " + attrs if call.args else attrs) + ")")
+        else:
+            w.write(")")
         self._trailer(call)
 
     def _tuple(self, tup: Tuple) -> None:
@@ -332,15 +340,13 @@ class ExprPrinter:
         w = self.w
         self.scopes.append({})
         w.write("(")
-        first = True
-        for param in fn.params:
-            if not first:
+        for i, param in enumerate(fn.params):
+            if i:
                 w.write(", ")
-            first = False
             self._var_def(param)
-        for key, value in fn.attrs.items():
-            w.write(("" if first else ", ") + f"{attr_key_text(key)}={attr_value_text(value)}")
-            first = False
+        attrs = attrs_text(fn.attrs) if fn.attrs else ""
+        if attrs:
+            w.write(", " + attrs if fn.params else attrs)
         w.write(")")
         if fn.ret_type is not None:
             w.write(" -> " + type_text(fn.ret_type))

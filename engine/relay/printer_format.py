@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -25,6 +25,36 @@ META_OMITTED = "// meta data omitted; print with show_meta_data=True to include 
 
 PLAIN_SPAN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*\Z")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class IdentityMemo(Generic[_K, _V]):
+    """`fn(obj)` memoized by object identity, for immutable values whose hash is costly
+    (a SequentialSpan of 256 layers hashes 256 dataclasses). It holds the objects it saw
+    (so an id is never reused while cached) and forgets everything past `limit` entries."""
+
+    __slots__ = ("_fn", "_table", "_limit")
+
+    def __init__(self, fn: Callable[[_K], _V], limit: int = 1 << 16) -> None:
+        self._fn = fn
+        self._table: dict[int, tuple[_K, _V]] = {}
+        self._limit = limit
+
+    def __call__(self, obj: _K) -> _V:
+        hit = self._table.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        value = self._fn(obj)
+        if len(self._table) >= self._limit:
+            self._table = {}
+        self._table[id(obj)] = (obj, value)
+        return value
+
+    def clear(self) -> None:
+        self._table = {}
+
 
 _EXTRA_ESCAPES = {"/": "\\/", "<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 _EXTRA_RE = re.compile("[/<>&]")
@@ -85,6 +115,22 @@ def span_comment(span: SpanLike) -> str:
     if span == UNKNOWN_SPAN:
         return ""
     return f"/* {_span_item(span)} */"
+
+
+def _span_trailer(span: SpanLike) -> str:
+    comment = span_comment(span)
+    return " " + comment if comment else ""
+
+
+def _span_names(span: SpanLike) -> tuple[str, ...]:
+    return span.source_names() if span else ()
+
+
+span_trailer: IdentityMemo[SpanLike, str] = IdentityMemo(_span_trailer)
+"""`" /* conv1 */"` (with its leading space), "" for an unknown span; by span identity."""
+
+span_names: IdentityMemo[SpanLike, tuple[str, ...]] = IdentityMemo(_span_names)
+"""The layer names of a span, as the source map lists them; by span identity."""
 
 
 # --- numbers and attribute values ---------------------------------------------------
@@ -152,6 +198,14 @@ def attr_key_text(key: str) -> str:
     return name_or_quoted(key)
 
 
+def _attrs_text(attrs: Mapping[str, Any]) -> str:
+    return ", ".join(f"{attr_key_text(k)}={attr_value_text(v)}" for k, v in attrs.items())
+
+
+attrs_text: IdentityMemo[Mapping[str, Any], str] = IdentityMemo(_attrs_text)
+"""`strides=[1, 1], padding=[0, 0]` of a call's or function's attrs; by attrs identity."""
+
+
 # --- types ------------------------------------------------------------------------
 
 
@@ -187,6 +241,7 @@ def register_type_text(cls: type, printer: Callable[[Any], str]) -> None:
     """Teach the printer a new Type class (its parser support is separate)."""
     _TYPE_TEXT[cls] = printer
     _cached_type_text.cache_clear()
+    type_trailer.clear()
 
 
 def type_text(ty: Type | None) -> str:
@@ -209,3 +264,11 @@ def _type_text(ty: Type | None) -> str:
     if printer is None:
         return f"{type(ty).__name__}"
     return printer(ty)
+
+
+def _type_trailer(ty: Type) -> str:
+    return f" /* ty={type_text(ty)} */"
+
+
+type_trailer: IdentityMemo[Type, str] = IdentityMemo(_type_trailer)
+"""`" /* ty=Tensor[(1, 3), float32] */"` of a checked type; by type identity."""

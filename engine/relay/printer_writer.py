@@ -8,10 +8,9 @@ a block. An entry is a plain tuple (cheap for 100k-node programs):
 
 from __future__ import annotations
 
-from typing import Any
-
 from engine.ir.expr import Call, Expr
 from engine.ir.op import Op
+from engine.relay.printer_format import span_names as _names_of_span
 
 Entry = tuple[int, str, int, int, int, int, tuple[str, ...], "str | None", bool]
 
@@ -27,8 +26,7 @@ def op_name(node: Expr) -> str | None:
 
 
 def span_names(node: Expr) -> tuple[str, ...]:
-    span: Any = node.span
-    return span.source_names() if span else ()
+    return _names_of_span(node.span)
 
 
 class Writer:

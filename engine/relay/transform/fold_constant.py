@@ -44,7 +44,18 @@ def _to_expr(value: object) -> Expr:
     """An interpreter value as a constant (a tuple value as a Tuple of constants)."""
     if isinstance(value, tuple):
         return Tuple(tuple(_to_expr(v) for v in value))
-    return Constant(NDArray(np.array(value)))  # a copy, scalars keep rank 0
+    return Constant(NDArray(_constant_array(value)))
+
+
+def _constant_array(value: object) -> np.ndarray:
+    """The folded value without copying it (NDArray freezes a read-only view); scalars keep
+    rank 0. A small view into a much bigger array (a slice of an embedding table) is
+    copied, so that the folded constant does not keep the whole base alive."""
+    array = np.asarray(value)
+    base = array.base
+    if isinstance(base, np.ndarray) and base.nbytes > 2 * max(array.nbytes, 1 << 16):
+        return array.copy()
+    return array
 
 
 class ConstantFolder(ExprMutator):
