@@ -82,17 +82,35 @@ def span_coverage(mod: IRModule) -> tuple[float, int]:
 
 
 def load_model(path: Path, fmt: str, shapes: dict[str, list[int]] | None) -> Imported:
-    """Import a stored model file: Relay text through the parser, the rest by frontend."""
+    """Import a stored model file: Relay text through the parser, the rest by frontend.
+
+    Every failure is one of the engine's typed errors (CorruptModelError for a file
+    that cannot be read or decoded, ParseError, the frontends' errors)."""
     if fmt == "relay":
         from engine.relay.parser import parse
 
-        mod = parse(path.read_text(encoding="utf-8"))
+        mod = parse(read_relay_text(path))
         return Imported(mod, {}, "relay", {"layers": [], "inputs": [], "outputs": []}, [])
     from engine.relay import frontend
 
     result = frontend.load(str(path), shape=shapes)
     return Imported(result.mod, dict(result.params or {}), str(result.format),
                     graph_json(result.graph), list(result.warnings or []))
+
+
+def read_relay_text(path: Path) -> str:
+    """The file's text; CorruptModelError when it cannot be read or is not UTF-8."""
+    from engine.relay.frontend import CorruptModelError
+
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise CorruptModelError(f"cannot read the file: {err.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CorruptModelError(f"Relay text is not valid UTF-8 (byte {err.start}: "
+                                f"{err.reason})") from None
 
 
 def graph_json(graph: Any) -> dict[str, Any]:

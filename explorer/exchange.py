@@ -11,7 +11,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from explorer.protocol import TERMINAL_EVENTS, ApiError, bad_request
+from explorer.export_schema import check_export, invalid
+from explorer.protocol import TERMINAL_EVENTS, bad_request
 from explorer.sessions import new_id
 from explorer.store import Store
 
@@ -51,50 +52,55 @@ def _parse(raw: bytes) -> dict[str, Any]:
         raise bad_request("bad_export", "the file is not an IR Explorer run export")
     if doc.get("version") != EXPORT_VERSION:
         raise bad_request("bad_export", f"unsupported export version {doc.get('version')!r}")
-    for key, kind in (("session", dict), ("graph", dict), ("run", dict), ("events", list),
-                      ("snapshots", dict)):
-        if not isinstance(doc.get(key), kind):
-            raise bad_request("bad_export", f"the export has no valid {key!r}")
+    check_export(doc)
     return doc
 
 
-def _renumber(value: dict[str, Any], mapping: dict[int, int]) -> dict[str, Any]:
+def _renumber(value: dict[str, Any], mapping: dict[int, int], where: str) -> dict[str, Any]:
+    """A copy of `value` whose snapshot references use the new ids."""
     out = dict(value)
     for key in SNAPSHOT_KEYS:
         old = out.get(key)
-        if old is not None:
-            if int(old) not in mapping:
-                raise bad_request("bad_export", f"snapshot {old} is referenced but missing")
-            out[key] = mapping[int(old)]
+        if old is None:
+            continue
+        if not isinstance(old, int) or isinstance(old, bool):
+            raise invalid(f"{where}.{key}", "must be a snapshot id or null")
+        if old not in mapping:
+            raise invalid(f"{where}.{key}", f"names snapshot {old}, which the export lacks")
+        out[key] = mapping[old]
     return out
 
 
+def _check_references(doc: dict[str, Any]) -> None:
+    """Every snapshot id the run and its events name is in the export."""
+    known = {int(key): int(key) for key in doc["snapshots"]}
+    _renumber(doc["run"], known, "run")
+    for k, event in enumerate(doc["events"]):
+        _renumber(event["data"], known, f"events[{k}].data")
+
+
 def import_run(store: Store, raw: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Store an exported run under new ids; returns (session, run summary)."""
+    """Store an exported run under new ids; returns (session, run summary).
+
+    The whole document is checked (every field, every snapshot reference) before
+    anything is stored, so a bad export answers 400 and leaves nothing behind."""
     doc = _parse(raw)
+    _check_references(doc)
     sid, rid = new_id(), new_id()
-    try:
-        mapping = {int(old): store.add_snapshot(rid, s["text"], s["source_map"])
-                   for old, s in doc["snapshots"].items()}
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise bad_request("bad_export", "a snapshot in the export is malformed") from None
+    mapping = {int(old): store.add_snapshot(rid, snap["text"], snap["source_map"])
+               for old, snap in doc["snapshots"].items()}
     session = {**doc["session"], "id": sid, "created": time.time()}
-    summary = _renumber({**doc["run"], "id": rid, "session_id": sid}, mapping)
+    summary = _renumber({**doc["run"], "id": rid, "session_id": sid}, mapping, "run")
     if summary.get("status") == "running":
         summary["status"] = "interrupted"
     store.add_session(session, doc["graph"], None)  # type: ignore[arg-type]
     store.add_run(summary)  # type: ignore[arg-type]
-    for event in sorted(doc["events"], key=_event_index):
-        store.append_event(rid, sid, str(event["type"]), _renumber(event["data"], mapping))
-    if not any(e["type"] in TERMINAL_EVENTS for e in doc["events"]):
+    events = sorted(doc["events"], key=lambda e: e["index"])
+    for event in events:
+        store.append_event(rid, sid, event["type"], _renumber(event["data"], mapping, "event"))
+    if not any(e["type"] in TERMINAL_EVENTS for e in events):
         store.append_event(rid, sid, "run_failed", {"pass": None, "code": "interrupted",
                                                     "message": "the exported run was unfinished"})
     for key, data in (doc.get("artifacts") or {}).items():
         store.put_artifact(rid, str(key), data)
     return session, summary
-
-
-def _event_index(event: Any) -> int:
-    if not isinstance(event, dict) or not isinstance(event.get("data"), dict):
-        raise ApiError(400, "bad_export", "an event in the export is malformed")
-    return int(event.get("index", 0))
