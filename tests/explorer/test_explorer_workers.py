@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from explorer_helpers import GATE, PLUGIN, REACHED, collect_until, start, subscribe, terminal, upload
+from explorer_helpers import (
+    PLUGIN,
+    REACHED,
+    collect_until,
+    start,
+    subscribe,
+    terminal,
+    upload,
+)
 
 from explorer import create_app, socketio_of
 from explorer.protocol import NAMESPACE
