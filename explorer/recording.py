@@ -9,6 +9,9 @@ event the moment it happens.
 Recording is cheap by identity: a module whose functions are the same objects
 (and equally typed) as a recently recorded one reuses that snapshot without
 printing; "changed" is "the after-module's functions are not the before's".
+A snapshot that is printed goes to the store as text plus the printer's column
+table (no dict per source-map entry), and its span coverage is read off that
+table instead of walking the module again.
 """
 
 from __future__ import annotations
@@ -20,9 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from engine.instrument import PassInstrument
 from engine.ir import IRModule
-from explorer import engine_bridge
+from engine.relay.printer import print_ir
+from engine.relay.printer_table import KIND, NODE, REF, SPANS, SourceMapTable
 from explorer.protocol import PASS_FAILED, PASS_FINISHED, PASS_STARTED
 
 Publish = Callable[[str, dict[str, Any]], None]
@@ -40,6 +46,30 @@ class Snapshot:
     coverage: float
     num_nodes: int
     printed: bool
+
+
+# Computing expressions, as engine_bridge.span_coverage counts them (not params, ops, names).
+COVERED_KINDS = frozenset({"call", "tuple", "tuple_getitem", "let", "if", "constant"})
+
+
+def print_snapshot(mod: IRModule) -> tuple[str, SourceMapTable]:
+    """The module's Relay text (with types) and its source map as a column table."""
+    result = print_ir(mod, show_types=True)
+    return result.text, result.source_map_table()
+
+
+def table_coverage(table: SourceMapTable) -> tuple[float, int]:
+    """(fraction of printed computing expressions carrying a span, their number): each
+    node counted once, however often it is printed."""
+    rows = table.rows
+    covered = np.array([n in COVERED_KINDS for n in table.names] + [False])
+    has_span = np.array([bool(s) for s in table.span_sets] + [False])
+    defs = rows[rows[:, REF] == 0]
+    defs = defs[covered[defs[:, KIND]]]
+    _, first = np.unique(defs[:, NODE], return_index=True)
+    total = int(first.size)
+    spanned = int(has_span[defs[first, SPANS]].sum())
+    return (spanned / total if total else 1.0), total
 
 
 def module_key(mod: IRModule) -> ModuleKey:
@@ -66,9 +96,9 @@ class SnapshotRecorder:
             self._recent.move_to_end(key)
             return Snapshot(hit[0].id, key, hit[0].coverage, hit[0].num_nodes, printed=False)
         start = time.perf_counter()
-        text, source_map = engine_bridge.print_module(mod)
-        coverage, num_nodes = engine_bridge.span_coverage(mod)
-        snap_id = self.store.add_snapshot(self.run_id, text, source_map)
+        text, table = print_snapshot(mod)
+        coverage, num_nodes = table_coverage(table)
+        snap_id = self.store.add_snapshot(self.run_id, text, table)
         self.print_ms += (time.perf_counter() - start) * 1e3
         self.num_printed += 1
         snap = Snapshot(snap_id, key, coverage, num_nodes, printed=True)

@@ -5,11 +5,12 @@
     r.source_map       # [SourceMapEntry(node_id, kind, start, end, spans, op, is_ref), ...]
     r.line_origins     # per line, the ids of the nodes printed on it
     r.to_json()        # [SourceMapEntry as in docs/PROTOCOL.md]
+    r.source_map_table()  # the same map as int columns (printer_table.SourceMapTable)
 
 Each top-level function is printed once per (function object, name, constant
-numbering, options): its lines and relative source map are kept in a weak
-cache, so re-printing a module whose functions are unchanged objects costs
-only the assembly.
+numbering, options): its lines and relative source map (entries, and their
+column table once asked for) are kept in a weak cache, so re-printing a module
+whose functions are unchanged objects costs only the assembly.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ from engine.relay.printer_format import (
     VERSION_LINE,
     type_text,
 )
+from engine.relay.printer_table import SourceMapTable
 from engine.relay.printer_writer import Entry, Writer
 
-__all__ = ["PrintResult", "SourceMapEntry", "astext", "metadata_text", "print_ir", "type_text"]
+__all__ = ["PrintResult", "SourceMapEntry", "SourceMapTable", "astext", "metadata_text",
+           "print_ir", "type_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,14 +70,24 @@ def _entry_dict(node_id: int, kind: str, start: tuple[int, int], end: tuple[int,
     return out
 
 
-@dataclass(frozen=True, slots=True)
 class _Block:
     """The printed lines of one top-level function (or expression), positions relative."""
 
-    lines: tuple[str, ...]
-    entries: tuple[Entry, ...]
-    origins: tuple[tuple[int, ...], ...]
-    constants: tuple[Constant, ...]
+    __slots__ = ("lines", "entries", "origins", "constants", "_table")
+
+    def __init__(self, lines: tuple[str, ...], entries: tuple[Entry, ...],
+                 origins: tuple[tuple[int, ...], ...], constants: tuple[Constant, ...]) -> None:
+        self.lines = lines
+        self.entries = entries
+        self.origins = origins
+        self.constants = constants
+        self._table: SourceMapTable | None = None
+
+    def table(self) -> SourceMapTable:
+        """The entries as a column table (lines relative to the block), built once."""
+        if self._table is None:
+            self._table = SourceMapTable.from_entries(self.entries)
+        return self._table
 
 
 class PrintResult:
@@ -125,6 +138,12 @@ class PrintResult:
             origins.extend([()] * (self.line_count - len(origins)))
             self._origins = origins
         return self._origins
+
+    def source_map_table(self, include_refs: bool = True) -> SourceMapTable:
+        """The source map as columns (see `printer_table`); each function's part is built
+        once per printed function object, so an unchanged function only shifts lines."""
+        table = SourceMapTable.concat([(off + 1, block.table()) for off, block in self._placed])
+        return table if include_refs else table.without_refs()
 
     def node_ids(self) -> set[int]:
         return {e[0] for _, e in self._raw_entries()}
