@@ -2,6 +2,7 @@
 // static/src/diff-worker.js (the Web Worker that diffs texts) into static/dist/.
 //   node build.mjs            production build (minified, with source maps)
 //   node build.mjs --watch    rebuild on change, unminified
+//   IRX_NOMINIFY=1 node build.mjs   a production build left readable (for profiling)
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,7 +27,7 @@ const options = {
   target: ["es2022"],
   platform: "browser",
   sourcemap: true,
-  minify: !watch,
+  minify: process.env.IRX_NOMINIFY ? false : !watch,
   legalComments: "linked",
   logLevel: "info",
   define: { "process.env.NODE_ENV": watch ? '"development"' : '"production"' },

@@ -1,4 +1,5 @@
 // HTTP client for the explorer API: JSON in, JSON out, structured errors.
+import { LruCache } from "./lru.js";
 import { ROUTES } from "./protocol.js";
 
 /** An error answered by the server (`{"error": {code, message, detail}}`) or the network. */
@@ -40,8 +41,21 @@ export const postJSON = (url, body) => request(url, {
 });
 export const postForm = (url, form) => request(url, { method: "POST", body: form });
 
-/** Snapshots are immutable: fetch each once. */
-const snapshotCache = new Map();
+/** Snapshots are immutable: each part is fetched once (and kept while the budget allows). */
+const TEXT_BUDGET_CHARS = 48e6;
+const MAP_BUDGET_ENTRIES = 1.5e6;
+const texts = new LruCache(TEXT_BUDGET_CHARS, (s) => s.text.length);
+const maps = new LruCache(MAP_BUDGET_ENTRIES, (m) => m.length);
+
+/** GET one part; a server that ignores `part` answers the whole snapshot (both get cached). */
+async function snapshotPart(id, part) {
+  const { snapshot } = await getJSON(ROUTES.snapshotPart(id, part));
+  if (part === "text" && Array.isArray(snapshot.source_map)) maps.put(id, snapshot.source_map);
+  if (part === "source_map" && typeof snapshot.text === "string") {
+    texts.put(id, { id, text: snapshot.text });
+  }
+  return snapshot;
+}
 
 export const api = {
   sessions: () => getJSON(ROUTES.sessions()),
@@ -60,13 +74,17 @@ export const api = {
   },
   run: (rid) => getJSON(ROUTES.run(rid)),
   events: (rid, since) => getJSON(ROUTES.events(rid, since)),
-  snapshot(id) {
-    if (!snapshotCache.has(id)) {
-      const pending = getJSON(ROUTES.snapshot(id)).then((body) => body.snapshot);
-      pending.catch(() => snapshotCache.delete(id));
-      snapshotCache.set(id, pending);
-    }
-    return snapshotCache.get(id);
+  /** {id, text} of a snapshot. */
+  snapshotText: (id) => texts.get(id, async () => {
+    const snap = await snapshotPart(id, "text");
+    return { id, text: snap.text };
+  }),
+  /** The source map (SourceMapEntry[]) of a snapshot. */
+  snapshotMap: (id) => maps.get(id, async () => (await snapshotPart(id, "source_map")).source_map),
+  /** {id, text, source_map} */
+  async snapshot(id) {
+    const [{ text }, sourceMap] = await Promise.all([api.snapshotText(id), api.snapshotMap(id)]);
+    return { id, text, source_map: sourceMap };
   },
   backtrace: (rid, nodeId) => getJSON(ROUTES.backtrace(rid, nodeId)),
   layer: (rid, name) => getJSON(ROUTES.layer(rid, name)),

@@ -1,5 +1,6 @@
 // Promise-based client of the diff Web Worker, with an in-thread fallback.
 import { textChanges, unifiedLines } from "./linediff.js";
+import { LruCache } from "./lru.js";
 
 const FALLBACK = { changes: ({ a, b }) => textChanges(a, b), unified: ({ a, b }) => unifiedLines(a, b) };
 
@@ -50,5 +51,15 @@ function call(kind, payload) {
 
 /** {changes: [{fromA,toA,fromB,toB}], added, removed} */
 export const diffTexts = (a, b) => call("changes", { a, b });
+
+const IDENTICAL = Object.freeze({ changes: [], added: 0, removed: 0 });
+/** Diffs of snapshot pairs: immutable, so each pair is diffed once (weighed by its changes). */
+const pairs = new LruCache(400_000, (d) => 1 + d.changes.length);
+
+/** The diff of two snapshots {id, text}, cached by their ids. */
+export function diffSnapshots(a, b) {
+  if (a.id === b.id || a.text === b.text) return Promise.resolve(IDENTICAL);
+  return pairs.get(`${a.id}:${b.id}`, () => diffTexts(a.text, b.text));
+}
 /** [{op, text}] */
 export const diffLines = (a, b) => call("unified", { a, b });

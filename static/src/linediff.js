@@ -3,7 +3,13 @@
 
 /** Beyond this edit distance Myers gives up and the middle is anchored on unique lines. */
 const MAX_EDIT_DISTANCE = 400;
-/** Line pairs refined to character changes only in chunks up to this many lines. */
+/**
+ * Equal-sized replaced blocks are refined line by line into character changes (an InferType
+ * pass shows as the inserted type comments), all of them when they add up to at most
+ * REFINE_BUDGET lines; past that (a whole 50,000-line module rewritten) only blocks of up to
+ * MAX_REFINE_LINES lines are, and the rest are shown as whole-line replacements.
+ */
+const REFINE_BUDGET = 20_000;
 const MAX_REFINE_LINES = 64;
 
 /** Split into lines that keep their "\n", plus each line's start offset. */
@@ -54,9 +60,25 @@ function diffRange(A, B, a0, b0, runs) {
   if (pre) runs.push({ op: "=", a: a0, b: b0, n: pre });
   const midA = A.subarray(pre, A.length - suf);
   const midB = B.subarray(pre, B.length - suf);
-  const mid = myers(midA, midB) ?? patience(midA, midB);
+  const mid = sharesAny(midA, midB) ? (myers(midA, midB) ?? patience(midA, midB))
+    : replaceAll(midA, midB);
   for (const r of mid) runs.push(...(r.sub ? r.sub(a0 + pre, b0 + pre) : [shift(r, a0 + pre, b0 + pre)]));
   if (suf) runs.push({ op: "=", a: a0 + A.length - suf, b: b0 + B.length - suf, n: suf });
+}
+
+/** Whether two id arrays have any element in common (ids are small non-negative ints). */
+function sharesAny(A, B) {
+  if (!A.length || !B.length) return false;
+  let max = 0;
+  for (const v of A) if (v > max) max = v;
+  const seen = new Uint8Array(max + 1);
+  for (const v of A) seen[v] = 1;
+  for (const v of B) if (v <= max && seen[v]) return true;
+  return false;
+}
+
+function replaceAll(A, B) {
+  return [{ op: "-", a: 0, b: 0, n: A.length }, { op: "+", a: A.length, b: 0, n: B.length }];
 }
 
 function shift(r, da, db) {
@@ -66,7 +88,7 @@ function shift(r, da, db) {
 /** Patience anchoring: lines unique on both sides, longest increasing run, recurse between. */
 function patience(A, B) {
   const anchors = uniqueCommonLis(A, B);
-  if (!anchors.length) return [{ op: "-", a: 0, b: 0, n: A.length }, { op: "+", a: A.length, b: 0, n: B.length }];
+  if (!anchors.length) return replaceAll(A, B);
   const out = [];
   let pa = 0;
   let pb = 0;
@@ -205,10 +227,23 @@ export function textChanges(a, b) {
   const sa = splitLines(a);
   const sb = splitLines(b);
   const [A, B] = intern(sa.lines, sb.lines);
-  const runs = diffSequences(A, B);
+  const blocks = replacedBlocks(diffSequences(A, B));
+  const refinable = blocks.reduce((n, k) => n + (k.nA === k.nB ? k.nA : 0), 0);
+  const refineUpTo = refinable <= REFINE_BUDGET ? Infinity : MAX_REFINE_LINES;
   const changes = [];
   let added = 0;
   let removed = 0;
+  for (const k of blocks) {
+    removed += k.nA;
+    added += k.nB;
+    changes.push(...blockChanges(sa, sb, k, refineUpTo));
+  }
+  return { changes, added, removed };
+}
+
+/** Runs paired into blocks {aLine, nA, bLine, nB}: a deletion followed by an insertion is one. */
+function replacedBlocks(runs) {
+  const blocks = [];
   for (let i = 0; i < runs.length; i++) {
     const r = runs[i];
     if (r.op === "=") continue;
@@ -216,19 +251,14 @@ export function textChanges(a, b) {
     const del = r.op === "-" ? r : null;
     const ins = r.op === "+" ? r : (next && next.op === "+" ? next : null);
     if (del && ins) i++;
-    const aLine = del ? del.a : ins.a;
-    const bLine = ins ? ins.b : del.b;
-    const nA = del ? del.n : 0;
-    const nB = ins ? ins.n : 0;
-    removed += nA;
-    added += nB;
-    changes.push(...blockChanges(sa, sb, aLine, nA, bLine, nB));
+    blocks.push({ aLine: del ? del.a : ins.a, nA: del ? del.n : 0,
+      bLine: ins ? ins.b : del.b, nB: ins ? ins.n : 0 });
   }
-  return { changes, added, removed };
+  return blocks;
 }
 
-function blockChanges(sa, sb, aLine, nA, bLine, nB) {
-  if (nA === nB && nA <= MAX_REFINE_LINES) {
+function blockChanges(sa, sb, { aLine, nA, bLine, nB }, refineUpTo) {
+  if (nA === nB && nA <= refineUpTo) {
     const out = [];
     for (let i = 0; i < nA; i++) {
       const c = refineLine(sa.lines[aLine + i], sb.lines[bLine + i],

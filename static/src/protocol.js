@@ -57,6 +57,8 @@ export const ROUTES = Object.freeze({
   run: (rid) => `/api/runs/${enc(rid)}`,
   events: (rid, since) => `/api/runs/${enc(rid)}/events?since=${since}`,
   snapshot: (id) => `/api/snapshots/${enc(id)}`,
+  /** One part of a snapshot: "text" ({id, text}) or "source_map" ({id, source_map}). */
+  snapshotPart: (id, part) => `/api/snapshots/${enc(id)}?part=${enc(part)}`,
   diff: (a, b) => `/api/diff?a=${enc(a)}&b=${enc(b)}`,
   backtrace: (rid, nodeId) => `/api/runs/${enc(rid)}/backtrace/${enc(nodeId)}`,
   layer: (rid, name) => `/api/runs/${enc(rid)}/layers/${enc(name)}`,

@@ -11,7 +11,7 @@ export class RunModel {
     this.planned = null;
     /** @type {Map<number, object>} pass_index -> pass row */
     this.passes = new Map();
-    this.build = null; // null | "running" | {num_nodes}
+    this.build = null; // null | "running" | {num_nodes} | {failed, message} | {cancelled}
     this.summary = null;
     this.failure = null; // {pass, message, code}
   }
@@ -47,12 +47,14 @@ export class RunModel {
   /** Snapshots the timeline can offer for comparison: initial, then after each finished pass. */
   snapshotChoices() {
     const choices = [];
-    if (this.initialSnapshot !== null) choices.push({ id: this.initialSnapshot, label: "initial module" });
+    if (this.initialSnapshot !== null) {
+      choices.push({ id: this.initialSnapshot, label: `#${this.initialSnapshot} initial module` });
+    }
     const seen = new Set(choices.map((c) => c.id));
     for (const p of this.rows()) {
       if (p.after === null || p.after === undefined || seen.has(p.after)) continue;
       seen.add(p.after);
-      choices.push({ id: p.after, label: `after #${p.pass_index} ${p.name}` });
+      choices.push({ id: p.after, label: `#${p.after} after ${p.name} (pass ${p.pass_index})` });
     }
     return choices;
   }
@@ -103,11 +105,13 @@ const REDUCERS = {
   },
   [EV.RUN_FAILED]: (m, d) => {
     m.status = RUN_STATUS.FAILED;
+    if (m.build === "running") m.build = { failed: true, message: d.message ?? "" };
     m.failure = { pass: d.pass ?? m.failure?.pass ?? null, message: d.message, code: d.code };
     closeRunning(m);
   },
   [EV.RUN_CANCELLED]: (m) => {
     m.status = RUN_STATUS.CANCELLED;
+    if (m.build === "running") m.build = { cancelled: true };
     closeRunning(m);
   },
 };

@@ -23,9 +23,21 @@ export function sanitizeSvg(svg) {
   return svg;
 }
 
+/**
+ * Graphviz sizes labels with the metrics of the PostScript fonts it knows; a generic CSS
+ * family ("monospace") is measured as Times and its text overflows the boxes. Name the
+ * PostScript family with the same metrics instead (the SVG still falls back to the generic).
+ */
+const GENERIC_FONTS = { monospace: "Courier", "sans-serif": "Helvetica", serif: "Times-Roman" };
+const FONTNAME = /fontname\s*=\s*"?(monospace|sans-serif|serif)"?/g;
+
+export function withMeasurableFonts(dot) {
+  return dot.replace(FONTNAME, (_m, family) => `fontname="${GENERIC_FONTS[family]}"`);
+}
+
 /** Render DOT text to an SVG element. Throws with Graphviz's message on bad input. */
 export async function renderDot(dot) {
   const v = await viz();
-  const svg = v.renderSVGElement(dot);
+  const svg = v.renderSVGElement(withMeasurableFonts(dot));
   return sanitizeSvg(svg);
 }

@@ -3,49 +3,81 @@ place (failed upload, failed pass)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
-import pytest
-from browser_helpers import run_id_of, upload, wait_run_done
-
-HAS_BUILD = importlib.util.find_spec("engine.relay.build_module") is not None
+from browser_helpers import api_get, run_id_of, upload, wait_run_done
 
 
-@pytest.mark.xfail(not HAS_BUILD, strict=False,
-                   reason="engine.relay.build_module (relay.build with recorded TE schedules) has "
-                          "not landed: runs fail at the build, so there are no schedules to step")
+def _open_demo_and_build(page: Any, server: str) -> str:
+    """The demo model from the home page, run with the build; returns the run id."""
+    page.goto("/")
+    page.get_by_test_id("open-demo").click()
+    page.wait_for_url("**/s/**")
+    run_id = run_id_of(page)
+    events = wait_run_done(server, run_id, timeout=180)
+    assert events[-1]["type"] == "run_finished", events[-1]
+    assert any(e["type"] == "build_finished" and e["data"]["num_nodes"] > 0 for e in events)
+    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")
+    return run_id
+
+
+def _step_label(page: Any) -> str:
+    return page.get_by_test_id("step-label").inner_text()
+
+
 def test_schedule_stepping_changes_loop_nest_and_renders_svg(page: Any, server: str,
-                                                             onnx_model: Any, artifacts: Path) -> None:
-    session = upload(server, onnx_model("mlp"))
-    page.goto(f"/s/{session['id']}")
-    page.get_by_test_id("build").check()
-    page.get_by_test_id("run-button").click()
-    events = wait_run_done(server, run_id_of(page), timeout=120)
-    if events[-1]["type"] != "run_finished":
-        failure = events[-1]["data"]
-        pytest.xfail(f"the engine's O3 pipeline + build does not complete yet ({failure.get('pass')}: "
-                     f"{str(failure.get('message'))[:160]}), so there are no schedules to step")
-    page.get_by_test_id("tab-schedules").click()
-    nodes = page.locator(".sched-node")
-    nodes.first.wait_for()
-    # Pick a node whose record has more than the vanilla step.
-    index = next(i for i, text in enumerate(nodes.all_inner_texts())
-                 if not text.rstrip().endswith(" 1 steps"))
-    nodes.nth(index).click()
-    page.get_by_test_id("step-label").wait_for()
-    page.locator(".tedd svg").wait_for()
+                                                             artifacts: Path) -> None:
+    run_id = _open_demo_and_build(page, server)
+    build = page.get_by_test_id("build-row")
+    assert build.get_attribute("data-state") == "done"
+    nodes = api_get(server, f"/api/runs/{run_id}/schedules")["nodes"]
+    assert f"{len(nodes)} kernels" in build.inner_text()
+    build.click()  # the build row opens the Schedules tab
+    assert page.get_by_test_id("tab-schedules").get_attribute("aria-selected") == "true"
+
+    conv = next(n for n in nodes if n["name"].startswith("fused_nn_conv2d") and n["num_steps"] > 3)
+    steps = api_get(server, f"/api/runs/{run_id}/schedules/{conv['index']}")["steps"]
+    page.locator(f".sched-node[data-index='{conv['index']}']").click()
+    assert page.get_by_test_id("schedule-title").inner_text() == conv["name"]
+    layer_chips = page.locator(".sched-layers .layer-link").all_inner_texts()
+    assert layer_chips == conv["spans"] and layer_chips  # the layers the kernel came from
+    assert _step_label(page) == f"step 0/{len(steps) - 1} · {steps[0]['primitive']}"
+    assert page.get_by_test_id("step-python").inner_text() == steps[0]["python"]
+    page.locator(".tedd svg g.node").first.wait_for()
     first_nest = page.get_by_test_id("loop-nest").inner_text()
-    first_label = page.get_by_test_id("step-label").inner_text()
+    assert steps[0]["loop_nest"].splitlines()[0].strip() in first_nest
+    assert page.locator(".loop-nest .op-add, .loop-nest .op-del").count() == 0  # nothing before it
+    first_svg = page.locator(".tedd svg").inner_html()
+
+    # Step with the keyboard: the primitive, the loop nest (diffed) and the diagram follow.
     page.get_by_test_id("schedule-detail").press("ArrowRight")
-    page.wait_for_function(f"document.querySelector('[data-testid=step-label]').textContent !== {first_label!r}")
+    page.wait_for_function(f"document.querySelector('[data-testid=step-label]').textContent "
+                           f"=== {f'step 1/{len(steps) - 1} · ' + steps[1]['primitive']!r}")
+    assert page.get_by_test_id("step-python").inner_text() == steps[1]["python"]
     page.locator(".loop-nest .op-add, .loop-nest .op-del").first.wait_for()
     assert page.get_by_test_id("loop-nest").inner_text() != first_nest
-    page.locator(".tedd svg").wait_for()
-    assert page.locator(".tedd svg g").count() > 0
-    assert "step=1" in page.url
+    assert page.locator(".primitive-chips .chip.active").inner_text().endswith(steps[1]["primitive"])
+    assert "step=1" in page.url and f"sched={conv['index']}" in page.url
+    page.locator(".tedd svg g.node").first.wait_for()
+    if steps[1]["tedd"]["schedule_tree"] != steps[0]["tedd"]["schedule_tree"]:
+        page.wait_for_function(f"document.querySelector('.tedd svg')?.innerHTML !== {first_svg!r}")
+
+    page.get_by_test_id("schedule-detail").press("End")
+    last = steps[-1]
+    page.wait_for_function(f"document.querySelector('[data-testid=step-label]').textContent "
+                           f"=== {f'step {len(steps) - 1}/{len(steps) - 1} · ' + last['primitive']!r}")
+    page.get_by_role("tab", name="IterVar relations").click()
+    page.locator(".tedd svg g.node").first.wait_for()
+    labels = " ".join(page.locator(".tedd svg g.node text").all_text_contents())
+    assert "extent" in labels and "i0" in labels  # iteration variables with their extents
     page.screenshot(path=str(artifacts / "schedules.png"))
+
+    # A reload reopens the same kernel at the same step.
+    page.reload()
+    page.wait_for_function(f"document.querySelector('[data-testid=step-label]')?.textContent "
+                           f"=== {f'step {len(steps) - 1}/{len(steps) - 1} · ' + last['primitive']!r}")
+    assert page.get_by_test_id("schedule-title").inner_text() == conv["name"]
     assert not page.watch.errors
 
 

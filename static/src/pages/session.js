@@ -98,6 +98,7 @@ export class SessionPage {
     this.hub.on(TOPIC.EXPR_SELECTED, (sel) => this.url.patch({ [K.NODE]: sel?.nodeId, [K.SIDE]: sel?.side, [K.LAYER]: null }));
     this.hub.on(TOPIC.LAYER_SELECTED, (sel) => this.url.patch({ [K.LAYER]: sel?.name, [K.NODE]: null }));
     this.hub.on(TOPIC.SNAPSHOTS_SHOWN, () => this.restoreSelection());
+    this.hub.on(TOPIC.TAB, ({ name }) => this.showTab(name));
     document.addEventListener("keydown", (e) => this.globalKey(e));
   }
 

@@ -2,12 +2,12 @@
 // in the diff Web Worker), with span-linked highlighting driven by the hub.
 import { Change, MergeView, goToNextChunk, goToPreviousChunk, diff as cmDiff } from "@codemirror/merge";
 import { api } from "../api.js";
-import { diffTexts } from "../diff-client.js";
+import { diffSnapshots } from "../diff-client.js";
 import { errorBox, h, replace } from "../dom.js";
 import { paintHighlights, relayEditorExtensions } from "../editor.js";
 import { TOPIC } from "../hub.js";
 import { Pane } from "../pane.js";
-import { SourceIndex, highlightsFor } from "../sourcemap.js";
+import { highlightsFor, sourceIndexOf } from "../sourcemap.js";
 
 const SIDES = ["a", "b"];
 
@@ -17,21 +17,31 @@ export class DiffPane extends Pane {
     this.rightSelect = h("select.snap-select", { "aria-label": "Right snapshot", on: { change: () => this.pickCustom() } });
     this.title = h("span.diff-title", {}, "");
     this.stats = h("span.diff-stats", { "data-testid": "diff-stats" });
-    this.collapse = h("input", { type: "checkbox", on: { change: () => this.rebuild() } });
-    this.body = h("div.diff-body", { "data-testid": "diff-body" },
-      h("div.placeholder", {}, "Select a pass in the timeline to see the IR before and after it."));
+    this.collapse = h("input", { type: "checkbox", on: { change: () => this.refold() } });
+    this.wholeButton = h("button.btn.small", { type: "button", disabled: true, "data-testid": "compare-whole",
+      on: { click: () => this.compareWhole() } }, "Whole pipeline: initial → final");
+    this.firstButton = h("button.btn.small", { type: "button", disabled: true,
+      on: { click: () => this.selectFirstChange() } }, "First pass that changed the IR");
+    this.placeholder = h("div.placeholder", {},
+      h("p", {}, "Select a pass in the timeline (j / k step through them) to see the IR before and after it."),
+      h("p", {}, this.firstButton, " ", this.wholeButton),
+      h("p.hint", {}, "Shift-click a second pass to compare across several passes; click any expression "
+        + "to trace it to its frontend layers."));
+    this.body = h("div.diff-body", { "data-testid": "diff-body" }, this.placeholder);
     this.captions = h("div.diff-captions", {},
       h("div.diff-caption", { "data-side": "a" }, "before"), h("div.diff-caption", { "data-side": "b" }, "after"));
     return h("div.pane.diff-pane", { "data-testid": "diff-pane" },
-      h("div.pane-toolbar", {},
+      h("div.pane-toolbar.diff-toolbar", {},
         this.title,
+        this.stats,
         h("span.spacer"),
-        h("label.inline", {}, "Left ", this.leftSelect),
-        h("label.inline", {}, "Right ", this.rightSelect),
-        h("button.btn.small", { title: "Previous change (Alt+↑)", on: { click: () => this.step(-1) } }, "↑ change"),
-        h("button.btn.small", { title: "Next change (Alt+↓)", on: { click: () => this.step(1) } }, "↓ change"),
-        h("label.inline", { title: "Fold long unchanged stretches" }, this.collapse, " fold unchanged"),
-        this.stats),
+        h("label.inline", { title: "Left snapshot" }, "A ", this.leftSelect),
+        h("label.inline", { title: "Right snapshot" }, "B ", this.rightSelect),
+        h("button.btn.small", { type: "button", title: "Previous change", "aria-label": "Previous change",
+          on: { click: () => this.step(-1) } }, "↑"),
+        h("button.btn.small", { type: "button", title: "Next change", "aria-label": "Next change",
+          on: { click: () => this.step(1) } }, "↓"),
+        h("label.inline", { title: "Fold long unchanged stretches" }, this.collapse, " fold")),
       this.captions,
       this.body);
   }
@@ -42,19 +52,55 @@ export class DiffPane extends Pane {
     this.snapshots = { a: null, b: null };
     this.selection = null;
     this.requestSeq = 0;
+    this.indexesReady = Promise.resolve(null);
     this.listen(TOPIC.COMPARE, (c) => this.compare(c));
+    this.listen(TOPIC.RUN_RESET, () => this.reset());
     this.listen(TOPIC.RUN_CHANGED, (model) => this.fillChoices(model));
     this.listen(TOPIC.EXPR_SELECTED, (sel) => this.select(sel, sel?.origin !== "click"));
     this.listen(TOPIC.LAYER_SELECTED, (sel) => this.select(sel ? { layer: sel.name } : null, true));
     this.onDestroy(() => this.view?.destroy());
   }
 
+  /** Back to the placeholder (another run was opened). */
+  reset() {
+    this.requestSeq++;
+    this.view?.destroy();
+    this.view = null;
+    this.current = null;
+    this.snapshots = { a: null, b: null };
+    this.indexes = { a: null, b: null };
+    this.indexesReady = Promise.resolve(null);
+    this.title.textContent = "";
+    this.stats.textContent = "";
+    this.setCaptions(["before", "after"]);
+    for (const key of ["left", "right", "provenance", "loading"]) delete this.root.dataset[key];
+    replace(this.body, this.placeholder);
+  }
+
+  /** The initial module against the run's last snapshot. */
+  compareWhole() {
+    const choices = this.model?.snapshotChoices() ?? [];
+    if (choices.length < 2) return;
+    this.hub.emit(TOPIC.COMPARE, { left: choices[0].id, right: choices.at(-1).id, passIndex: null,
+      title: "whole pipeline", captions: [choices[0].label, choices.at(-1).label] });
+  }
+
+  selectFirstChange() {
+    const first = this.model?.rows().find((r) => r.changed && !r.isContainer);
+    if (first) this.hub.emit(TOPIC.PASS_SELECTED, { passIndex: first.pass_index });
+  }
+
   fillChoices(model) {
+    this.model = model;
     const choices = model.snapshotChoices();
+    this.wholeButton.disabled = choices.length < 2;
+    this.firstButton.disabled = !model.rows().some((r) => r.changed && !r.isContainer);
+    const key = choices.map((c) => c.id).join(",");
     for (const select of [this.leftSelect, this.rightSelect]) {
       const current = select.value;
-      if (select.options.length === choices.length) continue;
-      replace(select, choices.map((c) => h("option", { value: String(c.id) }, `${c.label} (#${c.id})`)));
+      if (select.dataset.key === key) continue;
+      select.dataset.key = key;
+      replace(select, choices.map((c) => h("option", { value: String(c.id) }, c.label)));
       select.value = current;
     }
     this.syncSelects();
@@ -82,21 +128,47 @@ export class DiffPane extends Pane {
     this.title.textContent = title ?? "";
     this.setCaptions(captions ?? [`#${left}`, right === null ? "(pending)" : `#${right}`]);
     this.stats.textContent = "loading…";
+    this.root.dataset.loading = "true";
     try {
-      const [a, b] = await Promise.all([api.snapshot(left), right === null ? null : api.snapshot(right)]);
+      // Texts first (what the panes show); the source maps follow for provenance.
+      const [a, b] = await Promise.all([api.snapshotText(left),
+        right === null ? null : api.snapshotText(right)]);
       const other = b ?? a;
-      const changes = await diffTexts(a.text, other.text);
+      const changes = await diffSnapshots(a, other);
       if (seq !== this.requestSeq || !this.root) return;
       this.snapshots = { a, b: other };
       this.changes = changes;
       this.rebuild();
+      this.loadIndexes(seq);
     } catch (err) {
       if (seq !== this.requestSeq || !this.root) return;
       this.view?.destroy();
       this.view = null;
       this.stats.textContent = "";
+      delete this.root.dataset.loading;
       replace(this.body, errorBox("Could not load the snapshots:", err.message));
     }
+  }
+
+  /** Source indexes of both sides (fetched after the texts); paints the selection when ready. */
+  loadIndexes(seq) {
+    const { a, b } = this.snapshots;
+    this.root.dataset.provenance = "loading";
+    this.indexesReady = Promise.all([sourceIndexOf(a.id), sourceIndexOf(b.id)]).then(([ia, ib]) => {
+      if (seq !== this.requestSeq || !this.root) return null;
+      this.indexes = { a: ia, b: ib };
+      this.root.dataset.provenance = "ready";
+      this.hub.emit(TOPIC.SNAPSHOTS_SHOWN, { left: a, right: b, indexes: this.indexes });
+      this.paint(true);
+      return this.indexes;
+    }, (err) => {
+      if (seq === this.requestSeq && this.root) {
+        this.root.dataset.provenance = "failed";
+        this.stats.textContent += " · provenance unavailable";
+        console.warn("source maps unavailable", err);
+      }
+      return null;
+    });
   }
 
   setCaptions([left, right]) {
@@ -116,6 +188,7 @@ export class DiffPane extends Pane {
       extensions: relayEditorExtensions({ onPick: (pos) => this.pick(s, pos), label: s === "a" ? "IR before" : "IR after" }),
     });
     replace(this.body);
+    this.indexes = { a: null, b: null };
     this.view = new MergeView({
       a: side("a"),
       b: side("b"),
@@ -123,19 +196,23 @@ export class DiffPane extends Pane {
       gutter: true,
       highlightChanges: true,
       diffConfig: { override },
-      collapseUnchanged: this.collapse.checked ? { margin: 3, minSize: 8 } : undefined,
+      collapseUnchanged: this.collapseConfig(),
     });
     this.view.a.dom.dataset.side = "a";
     this.view.b.dom.dataset.side = "b";
-    this.indexes = {
-      a: new SourceIndex(a, this.view.a.state.doc),
-      b: new SourceIndex(b, this.view.b.state.doc),
-    };
     this.stats.textContent = a.id === b.id ? "identical" : `+${precomputed.added} −${precomputed.removed} lines`;
     this.root.dataset.left = String(a.id);
     this.root.dataset.right = String(b.id);
-    this.hub.emit(TOPIC.SNAPSHOTS_SHOWN, { left: a, right: b, indexes: this.indexes });
-    this.paint(true);
+    delete this.root.dataset.loading;
+    this.paint(false);
+  }
+
+  collapseConfig() {
+    return this.collapse.checked ? { margin: 3, minSize: 8 } : undefined;
+  }
+
+  refold() {
+    this.view?.reconfigure({ collapseUnchanged: this.collapseConfig() });
   }
 
   step(direction) {
@@ -145,9 +222,12 @@ export class DiffPane extends Pane {
     editor.focus();
   }
 
-  /** The expression at `pos` of side `s` becomes the selection. */
-  pick(s, pos) {
-    const entry = this.indexes[s]?.entryAt(pos);
+  /** The expression at `pos` of side `s` becomes the selection (once the maps are in). */
+  async pick(s, pos) {
+    const seq = this.requestSeq;
+    const indexes = await this.indexesReady;
+    if (!indexes || seq !== this.requestSeq) return;
+    const entry = indexes[s].entryAt(pos);
     if (!entry) return;
     this.hub.emit(TOPIC.EXPR_SELECTED, {
       nodeId: entry.node_id, spans: entry.spans ?? [], kind: entry.kind, op: entry.op ?? null,

@@ -32,7 +32,7 @@ export class ProvenancePane extends Pane {
     this.traceEl = h("ol.backtrace", { "data-testid": "backtrace" }, h("li.hint", {}, "loading backtrace…"));
     replace(this.body,
       h("dl.kv", {},
-        h("dt", {}, "node"), h("dd", { "data-testid": "expr-node" }, `%node ${sel.nodeId}`),
+        h("dt", {}, "node"), h("dd", { "data-testid": "expr-node" }, `#${sel.nodeId}`),
         h("dt", {}, "kind"), h("dd", {}, sel.kind ?? ""),
         sel.op ? [h("dt", {}, "op"), h("dd", {}, sel.op)] : null),
       h("h4", {}, "Frontend layers"), this.layersEl,

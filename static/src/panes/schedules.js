@@ -1,34 +1,62 @@
-// Schedules: the build's graph nodes; per node its schedule record as a timeline of
-// primitives, a slider / arrow keys to step, the loop nest diffed against the previous
-// step, and the TEDD diagrams (DOT rendered to SVG).
+// Schedules: the build's graph nodes (fused kernels, with the frontend layers they came
+// from); per node its schedule record as a timeline of primitives, a slider / arrow keys to
+// step, the loop nest diffed against the previous step, and the TEDD diagrams (DOT -> SVG).
 import { api } from "../api.js";
 import { diffLines } from "../diff-client.js";
 import { errorBox, h, replace } from "../dom.js";
 import { TOPIC } from "../hub.js";
+import { LruCache } from "../lru.js";
 import { Pane } from "../pane.js";
-import { TEDD_VIEWS } from "../protocol.js";
+import { TEDD_VIEWS, URL_KEYS as K } from "../protocol.js";
 import { renderDot } from "../svg.js";
+import { tirLine } from "../tir-highlight.js";
+
+const OPS = { "=": "eq", "+": "add", "-": "del" };
+const GUTTER = { "=": " ", "+": "+", "-": "−" };
 
 export class SchedulesPane extends Pane {
   render() {
-    this.nodeList = h("ul.sched-nodes", { "data-testid": "schedule-nodes", "aria-label": "Graph nodes" });
+    this.filter = h("input.search", { type: "search", placeholder: "Filter kernels, ops, layers…",
+      "aria-label": "Filter kernels", on: { input: () => this.renderNodes() } });
+    this.count = h("span.count");
+    this.nodeList = h("ul.sched-nodes", { "data-testid": "schedule-nodes", "aria-label": "Graph nodes",
+      on: { keydown: (e) => this.onListKey(e) } });
     this.detail = h("div.sched-detail", { "data-testid": "schedule-detail", tabIndex: 0,
-      on: { keydown: (e) => this.onKey(e) } },
-    h("p.hint", {}, "Pick a graph node to step through its schedule."));
+      "aria-label": "Schedule record (← → step, Home / End)", on: { keydown: (e) => this.onKey(e) } },
+    h("p.hint", {}, "Pick a kernel to step through its schedule, primitive by primitive."));
     return h("div.pane.schedules-pane", { "data-testid": "schedules" },
-      h("div.sched-side", {}, h("div.pane-header", {}, h("span.pane-title", {}, "Graph nodes")), this.nodeList),
+      h("div.sched-side", {},
+        h("div.pane-header", {}, h("span.pane-title", {}, "Kernels"), h("span.spacer"), this.count),
+        h("div.pane-toolbar", {}, this.filter),
+        this.nodeList),
       this.detail);
   }
 
   afterMount() {
     this.loadedFor = null;
+    this.nodes = [];
     this.node = null;
     this.steps = [];
     this.k = 0;
     this.view = TEDD_VIEWS[0][0];
+    this.fit = true;
     this.renderSeq = 0;
+    this.teddSeq = 0;
+    this.openSeq = 0;
+    this.records = new LruCache(24);
     this.listen(TOPIC.RUN_CHANGED, (model) => this.maybeLoad(model));
-    this.listen(TOPIC.RUN_RESET, () => { this.loadedFor = null; replace(this.nodeList); });
+    this.listen(TOPIC.RUN_RESET, () => this.reset());
+  }
+
+  reset() {
+    this.loadedFor = null;
+    this.nodes = [];
+    this.node = null;
+    this.steps = [];
+    this.openSeq++;
+    this.count.textContent = "";
+    replace(this.nodeList);
+    replace(this.detail, h("p.hint", {}, "Pick a kernel to step through its schedule, primitive by primitive."));
   }
 
   /** Called when the tab becomes visible, and on run changes. */
@@ -40,8 +68,8 @@ export class SchedulesPane extends Pane {
     if (this.loadedFor === key) return;
     this.loadedFor = key;
     if (!ready) {
-      const msg = this.model.build === "running" ? "Building…"
-        : "The schedules appear when the pipeline finishes and the build runs.";
+      const msg = this.model.build === "running" ? "Building: lowering and scheduling every fused kernel…"
+        : "The kernels appear when the pipeline finishes and the build has run.";
       replace(this.nodeList, h("li.hint", {}, msg));
       return;
     }
@@ -54,19 +82,34 @@ export class SchedulesPane extends Pane {
   }
 
   async loadNodes() {
+    const runId = this.model.runId;
     try {
-      const { nodes } = await api.schedules(this.model.runId);
-      replace(this.nodeList, nodes.length ? nodes.map((n) => h("li", {},
-        h("button.sched-node", { type: "button", dataset: { index: String(n.index) },
-          on: { click: () => this.openNode(n.index) } },
-        h("span.sched-node-name", {}, n.name ?? n.func_name ?? `node ${n.index}`),
-        h("span.sched-node-meta", {}, `${(n.ops ?? []).join(", ")} · ${n.num_steps} steps`))))
-        : h("li.hint", {}, this.emptyMessage()));
-      const wanted = this.ctx.url.get("sched");
-      if (wanted !== null && wanted !== undefined) this.openNode(Number(wanted), Number(this.ctx.url.get("step") ?? 0));
+      const { nodes } = await api.schedules(runId);
+      if (runId !== this.model.runId) return;
+      this.nodes = nodes;
+      this.renderNodes();
+      const wanted = this.ctx.url.getInt(K.SCHEDULE);
+      if (wanted !== null) this.openNode(wanted, this.ctx.url.getInt(K.STEP) ?? 0);
     } catch (err) {
       replace(this.nodeList, h("li", {}, errorBox("Schedules unavailable:", err.message)));
     }
+  }
+
+  renderNodes() {
+    const q = this.filter.value.trim().toLowerCase();
+    const matches = (n) => !q || [n.name, n.func_name, ...(n.ops ?? []), ...(n.spans ?? [])]
+      .some((t) => String(t ?? "").toLowerCase().includes(q));
+    const shown = this.nodes.filter(matches);
+    this.count.textContent = q ? `${shown.length}/${this.nodes.length}` : String(this.nodes.length);
+    if (!this.nodes.length) return replace(this.nodeList, h("li.hint", {}, this.emptyMessage()));
+    replace(this.nodeList, shown.map((n) => h("li", {},
+      h("button.sched-node", { type: "button", dataset: { index: String(n.index) },
+        "aria-pressed": String(this.node?.index === n.index),
+        title: `${n.name}\nlayers: ${(n.spans ?? []).join(", ") || "none"}`,
+        on: { click: () => this.openNode(n.index) } },
+      h("span.sched-node-name", {}, n.name ?? n.func_name ?? `node ${n.index}`),
+      h("span.sched-node-meta", {}, `#${n.index} · ${(n.ops ?? []).join(", ")} · ${n.num_steps} steps`),
+      (n.spans ?? []).length ? h("span.sched-node-spans", {}, n.spans.join(", ")) : null))));
   }
 
   emptyMessage() {
@@ -74,50 +117,76 @@ export class SchedulesPane extends Pane {
     if (m.options && m.options.build === false) {
       return "This run did not build. Enable “build” in the pipeline options and run again.";
     }
+    if (m.build?.failed) return `No schedules: the build failed (${m.build.message}).`;
     if (m.failure) return `No schedules: the run failed (${m.failure.message ?? "see the timeline"}).`;
-    return "The build produced no scheduled nodes.";
+    return "The build produced no scheduled kernels.";
+  }
+
+  record(index) {
+    const runId = this.model.runId;
+    return this.records.get(`${runId}:${index}`, () => api.schedule(runId, index));
   }
 
   async openNode(index, step = 0) {
+    const seq = ++this.openSeq;
     for (const b of this.nodeList.querySelectorAll(".sched-node")) {
       b.setAttribute("aria-pressed", String(Number(b.dataset.index) === index));
     }
-    replace(this.detail, h("p.hint", {}, "loading schedule…"));
+    this.nodeList.querySelector(`.sched-node[data-index="${index}"]`)?.scrollIntoView({ block: "nearest" });
+    if (this.node?.index !== index) replace(this.detail, h("p.hint", {}, "loading schedule…"));
     try {
-      const { node, steps } = await api.schedule(this.model.runId, index);
+      const { node, steps } = await this.record(index);
+      if (seq !== this.openSeq) return;
       this.node = { ...node, index };
       this.steps = steps;
       this.buildDetail();
       this.goto(Math.min(Math.max(0, step), steps.length - 1));
     } catch (err) {
-      replace(this.detail, errorBox(`Schedule of node ${index} unavailable:`, err.message));
+      if (seq === this.openSeq) replace(this.detail, errorBox(`Schedule of node ${index} unavailable:`, err.message));
     }
   }
 
   buildDetail() {
     const n = this.steps.length;
+    const node = this.node;
     this.slider = h("input.step-slider", { type: "range", min: 0, max: Math.max(0, n - 1), step: 1, value: 0,
       "aria-label": "Schedule step", "data-testid": "step-slider", on: { input: () => this.goto(Number(this.slider.value)) } });
     this.stepLabel = h("span.step-label", { "data-testid": "step-label" });
     this.chips = h("ol.primitive-chips", { "aria-label": "Primitives" },
       this.steps.map((s, i) => h("li", {}, h("button.chip", { type: "button", dataset: { k: String(i) },
-        on: { click: () => this.goto(i) } }, `${i} ${s.primitive}`))));
+        title: s.python ?? "", on: { click: () => this.goto(i) } }, h("span.chip-k", {}, String(i)), ` ${s.primitive}`))));
     this.python = h("pre.python-line", { "data-testid": "step-python" });
-    this.loopNest = h("pre.loop-nest", { "data-testid": "loop-nest" });
+    this.nestStats = h("span.count");
+    this.loopNest = h("pre.loop-nest", { "data-testid": "loop-nest", tabIndex: 0, "aria-label": "Loop nest" });
     this.teddTabs = h("div.tabs.small", { role: "tablist" }, TEDD_VIEWS.map(([key, label]) =>
       h("button.tab", { type: "button", role: "tab", dataset: { view: key },
         on: { click: () => { this.view = key; this.renderTedd(); } } }, label)));
+    this.fitButton = h("button.btn.small", { type: "button", title: "Fit the diagram to the pane or show it at 1:1",
+      on: { click: () => { this.fit = !this.fit; this.applyFit(); } } });
     this.svgBox = h("div.tedd", { "data-testid": "tedd" });
+    const layers = (node.spans ?? []).map((name) => h("li", {}, h("button.chip.layer-link", { type: "button",
+      title: "Highlight this frontend layer", on: { click: () => this.hub.emit(TOPIC.LAYER_SELECTED, { name }) } }, name)));
     replace(this.detail,
-      h("div.sched-head", {}, h("strong", {}, this.node.name ?? this.node.func_name ?? ""),
-        h("span.spacer"), h("button.btn.small", { type: "button", on: { click: () => this.goto(this.k - 1) } }, "◀"),
-        this.slider, h("button.btn.small", { type: "button", on: { click: () => this.goto(this.k + 1) } }, "▶"),
+      h("div.sched-head", {},
+        h("strong.sched-title", { "data-testid": "schedule-title" }, node.name ?? node.func_name ?? ""),
+        h("span.sched-ops", {}, `#${node.index} · ${(node.ops ?? []).join(" → ")}`),
+        layers.length ? h("ul.chip-list.sched-layers", { "aria-label": "Frontend layers" }, layers) : null),
+      h("div.sched-stepper", {},
+        h("button.btn.small", { type: "button", "aria-label": "Previous step", on: { click: () => this.goto(this.k - 1) } }, "◀"),
+        this.slider,
+        h("button.btn.small", { type: "button", "aria-label": "Next step", on: { click: () => this.goto(this.k + 1) } }, "▶"),
         this.stepLabel),
       this.chips,
       this.python,
-      h("div.sched-columns", {},
-        h("section.sched-col", {}, h("h4", {}, "Loop nest (diff against the previous step)"), this.loopNest),
-        h("section.sched-col", {}, this.teddTabs, this.svgBox)));
+      h("div.sched-body", {},
+        h("section.sched-section", {},
+          h("div.sched-section-head", {}, h("span.pane-title", {}, "Loop nest"),
+            h("span.hint-inline", {}, "diff against the previous step"), h("span.spacer"), this.nestStats),
+          this.loopNest),
+        h("section.sched-section", {},
+          h("div.sched-section-head", {}, this.teddTabs, h("span.spacer"), this.fitButton),
+          this.svgBox)));
+    this.applyFit();
   }
 
   async goto(k) {
@@ -126,38 +195,87 @@ export class SchedulesPane extends Pane {
     const step = this.steps[this.k];
     this.slider.value = String(this.k);
     this.stepLabel.textContent = `step ${this.k}/${this.steps.length - 1} · ${step.primitive}`;
-    for (const c of this.chips.querySelectorAll(".chip")) c.classList.toggle("active", Number(c.dataset.k) === this.k);
+    for (const c of this.chips.querySelectorAll(".chip")) {
+      const active = Number(c.dataset.k) === this.k;
+      c.classList.toggle("active", active);
+      if (active) c.setAttribute("aria-current", "step");
+      else c.removeAttribute("aria-current");
+    }
     this.python.textContent = step.python ?? "";
-    this.ctx.url.patch({ sched: this.node.index, step: this.k });
+    this.ctx.url.patch({ [K.SCHEDULE]: this.node.index, [K.STEP]: this.k });
     const prev = this.k > 0 ? this.steps[this.k - 1].loop_nest : step.loop_nest;
     const seq = ++this.renderSeq;
     const lines = await diffLines(prev ?? "", step.loop_nest ?? "");
     if (seq !== this.renderSeq) return;
-    replace(this.loopNest, lines.map((l) => h(`span.diff-line.op-${OPS[l.op]}`, {}, `${l.op === "=" ? " " : l.op} ${l.text}`)));
+    this.renderNest(lines);
     this.renderTedd();
+  }
+
+  renderNest(lines) {
+    const added = lines.filter((l) => l.op === "+").length;
+    const removed = lines.filter((l) => l.op === "-").length;
+    this.nestStats.textContent = this.k === 0 ? `${lines.length} lines` : `+${added} −${removed}`;
+    replace(this.loopNest, lines.map((l) => h(`span.diff-line.op-${OPS[l.op]}`, {},
+      h("span.diff-gutter", { "aria-hidden": "true" }, GUTTER[l.op]), tirLine(l.text))));
+    this.revealFirstChange();
+  }
+
+  /** Scroll the loop nest (only it) so that its first changed line is in view. */
+  revealFirstChange() {
+    const box = this.loopNest;
+    const line = box.querySelector(".op-add, .op-del");
+    if (!line) return;
+    const top = line.offsetTop - box.offsetTop;
+    if (top < box.scrollTop || top > box.scrollTop + box.clientHeight - line.offsetHeight) {
+      box.scrollTop = Math.max(0, top - 2 * line.offsetHeight);
+    }
+  }
+
+  applyFit() {
+    this.svgBox.classList.toggle("fit", this.fit);
+    this.fitButton.textContent = this.fit ? "1:1" : "fit";
   }
 
   async renderTedd() {
     for (const t of this.teddTabs.children) t.setAttribute("aria-selected", String(t.dataset.view === this.view));
     const dot = this.steps[this.k]?.tedd?.[this.view];
-    const seq = ++this.renderSeq;
+    const seq = ++this.teddSeq;
     if (!dot) return replace(this.svgBox, h("p.hint", {}, "no diagram for this view"));
     try {
       const svg = await renderDot(dot);
-      if (seq === this.renderSeq) replace(this.svgBox, svg);
+      if (seq !== this.teddSeq) return;
+      // Fitting never shrinks a wide diagram below 60%: past that the box scrolls.
+      const width = svg.width?.baseVal?.value;
+      if (width) svg.style.minWidth = `${Math.round(width * 0.6)}px`;
+      replace(this.svgBox, svg);
     } catch (err) {
-      if (seq === this.renderSeq) replace(this.svgBox, errorBox("Diagram failed to render:", err.message));
+      if (seq === this.teddSeq) replace(this.svgBox, errorBox("Diagram failed to render:", err.message));
     }
   }
 
   onKey(event) {
-    if (event.target === this.slider) return;
+    if (event.target === this.slider || event.target.closest?.("input, select")) return;
     const moves = { ArrowRight: 1, ArrowLeft: -1, l: 1, h: -1 };
-    if (event.key in moves && this.steps.length) {
+    if (!this.steps.length) return;
+    if (event.key in moves) {
       event.preventDefault();
       this.goto(this.k + moves[event.key]);
+    } else if (event.key === "Home" || event.key === "End") {
+      event.preventDefault();
+      this.goto(event.key === "Home" ? 0 : this.steps.length - 1);
     }
   }
-}
 
-const OPS = { "=": "eq", "+": "add", "-": "del" };
+  /** ↑ / ↓ in the kernel list open the previous / next kernel. */
+  onListKey(event) {
+    const moves = { ArrowDown: 1, ArrowUp: -1 };
+    if (!(event.key in moves)) return;
+    const buttons = [...this.nodeList.querySelectorAll(".sched-node")];
+    const at = buttons.indexOf(document.activeElement);
+    const next = buttons[Math.max(0, Math.min(buttons.length - 1, at + moves[event.key]))];
+    if (!next) return;
+    event.preventDefault();
+    next.focus();
+    this.openNode(Number(next.dataset.index));
+  }
+}

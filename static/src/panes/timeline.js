@@ -15,6 +15,9 @@ export class TimelinePane extends Pane {
     this.list = h("ol.pass-list", { role: "listbox", tabIndex: 0, "aria-label": "Passes",
       "data-testid": "pass-list", on: { keydown: (e) => this.onKey(e) } });
     this.failure = h("div.timeline-failure");
+    this.buildRow = h("li.build-row", { hidden: true, "data-testid": "build-row", tabIndex: -1,
+      title: "relay.build: fuse, lower and schedule every kernel (open the Schedules tab)",
+      on: { click: () => this.hub.emit(TOPIC.TAB, { name: "schedules" }) } });
     return h("div.pane.timeline-pane", { "data-testid": "timeline" },
       h("div.pane-header", {}, h("span.pane-title", {}, "Passes"), h("span.spacer"), this.progressText),
       h("div.progress", {}, this.progressBar),
@@ -70,6 +73,20 @@ export class TimelinePane extends Pane {
       }
       prev = el;
     }
+    this.renderBuild(model);
+  }
+
+  /** The build, after the passes: running, the number of kernels, or how it ended. */
+  renderBuild(model) {
+    const b = model.build;
+    const wanted = model.options?.build !== false;
+    this.buildRow.hidden = !b && !(wanted && model.finished === false && model.doneCount());
+    if (this.buildRow.hidden) return;
+    const state = buildState(b, model);
+    this.buildRow.dataset.state = state.key;
+    replace(this.buildRow, h(`span.marker.${state.marker}`, { "aria-label": state.key }),
+      h("span.pass-name", {}, "relay.build"), h("span.build-info", {}, state.text));
+    if (this.buildRow.parentNode !== this.list || this.buildRow.nextSibling) this.list.append(this.buildRow);
   }
 
   renderProgress(model) {
@@ -79,13 +96,16 @@ export class TimelinePane extends Pane {
       return;
     }
     const done = model.doneCount();
-    const planned = model.planned;
-    const fraction = model.finished ? 1 : planned ? Math.min(1, done / planned) : null;
+    // The plan counts the top-level passes; nested Sequentials can run more than planned.
+    const planned = model.planned && done <= model.planned ? model.planned : null;
+    const building = model.build === "running";
+    const fraction = model.finished ? 1 : planned && !building ? done / planned : null;
     this.progressBar.style.width = fraction === null ? "30%" : `${(fraction * 100).toFixed(1)}%`;
     this.progressBar.classList.toggle("indeterminate", fraction === null);
     this.root.dataset.status = model.status;
     const count = planned ? `${done}/${planned}` : `${done}`;
-    this.progressText.textContent = model.finished ? `${model.status} · ${done} passes` : `running · ${count}`;
+    this.progressText.textContent = model.finished ? `${model.status} · ${done} passes`
+      : building ? `building · ${done} passes` : `running · ${count}`;
   }
 
   renderFailure(model) {
@@ -125,7 +145,8 @@ export class TimelinePane extends Pane {
   }
 
   visibleIndexes() {
-    return [...this.list.children].filter((el) => !el.hidden).map((el) => Number(el.dataset.passIndex));
+    return [...this.list.querySelectorAll(".pass-row")].filter((el) => !el.hidden)
+      .map((el) => Number(el.dataset.passIndex));
   }
 
   /** Select the next (+1) or previous (-1) visible pass. */
@@ -140,9 +161,14 @@ export class TimelinePane extends Pane {
 
   onKey(event) {
     const moves = { ArrowDown: 1, j: 1, ArrowUp: -1, k: -1 };
+    const ends = { Home: 0, End: -1 };
     if (event.key in moves) {
       event.preventDefault();
       this.stepSelection(moves[event.key]);
+    } else if (event.key in ends) {
+      event.preventDefault();
+      const visible = this.visibleIndexes();
+      if (visible.length) this.hub.emit(TOPIC.PASS_SELECTED, { passIndex: visible.at(ends[event.key]) });
     }
   }
 }
@@ -165,6 +191,14 @@ function fillRow(el, row, maxMs) {
     h("span.pass-cov", { title: "span coverage" }, formatPercent(row.span_coverage)),
     numericsCell(row),
     row.state === "failed" && row.message ? h("span.pass-error", {}, row.message) : null);
+}
+
+function buildState(b, model) {
+  if (b === "running") return { key: "running", marker: "running", text: "building…" };
+  if (b?.failed) return { key: "failed", marker: "failed", text: `failed: ${b.message}` };
+  if (b?.cancelled) return { key: "stopped", marker: "stopped", text: "cancelled" };
+  if (b) return { key: "done", marker: "changed", text: `${b.num_nodes} kernels · schedules ▸` };
+  return { key: "pending", marker: "unchanged", text: model.finished ? "not run" : "after the passes" };
 }
 
 function numericsCell(row) {
