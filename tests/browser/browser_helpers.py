@@ -1,5 +1,9 @@
 """Helpers of the browser tests: API calls against the live server, waiting for runs,
-and small ONNX models built with onnx.helper."""
+small ONNX models built with onnx.helper, and the pipeline gate's run plugin.
+
+Runs execute in worker processes: the test server names this module in RUN_PLUGINS, so
+each worker imports it, registering the gate's passes, and calls `wrap_pipeline`, which
+reads the gate's state from ProcessFlags the tests set (see conftest.PipelineGate)."""
 
 from __future__ import annotations
 
@@ -13,7 +17,41 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from engine import transform
+from explorer import engine_bridge
+from explorer.testing import ProcessFlag
+
 TERMINAL = {"run_finished", "run_failed", "run_cancelled"}
+PLUGIN = "browser_helpers"
+GATE_ARMED = ProcessFlag("browser-gate-armed")      # insert the blocking pass
+GATE_FAILING = ProcessFlag("browser-gate-failing")  # append the failing pass
+GATE_OPENED = ProcessFlag("browser-gate-opened")    # the blocking pass may return
+GATE_REACHED = ProcessFlag("browser-gate-reached")  # a run is held by the blocking pass
+
+
+@transform.module_pass(opt_level=0, name="BrowserTestGate")
+def gate_pass(mod: Any, ctx: Any) -> Any:
+    GATE_REACHED.set()
+    if not GATE_OPENED.wait(timeout=60):
+        raise TimeoutError("the browser test never released the pipeline gate")
+    return mod
+
+
+@transform.module_pass(opt_level=0, name="BrowserTestFailure")
+def failing_pass(mod: Any, ctx: Any) -> Any:
+    raise ValueError("deliberate failure of the browser tests' pass")
+
+
+def wrap_pipeline(pipeline: Any, options: Any) -> Any:
+    """The run plugin hook: the gate's passes around every run's pipeline while armed."""
+    if GATE_ARMED.is_set():
+        # InferType first, so passes have finished while the gate holds the run open
+        # (whatever the later engine passes do).
+        head = [engine_bridge.get_pass("InferType")]
+        return transform.Sequential([*head, gate_pass, pipeline], opt_level=0, name="gated")
+    if GATE_FAILING.is_set():
+        return transform.Sequential([pipeline, failing_pass], opt_level=0, name="gated")
+    return pipeline
 
 
 def api_get(base: str, path: str) -> Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_helpers import GATE_ARMED, GATE_FAILING, GATE_OPENED, GATE_REACHED, PLUGIN
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -52,63 +53,47 @@ def frontend_bundle() -> Path:
 
 
 class PipelineGate:
-    """While armed, appends a pass that blocks until `release()` to every run's pipeline;
-    with `failing`, appends a pass that raises instead."""
+    """While armed, every run's pipeline gets a pass that blocks until `release()`; with
+    `failing`, a pass that raises. The passes run in the run's worker process
+    (browser_helpers is its plugin): the state lives in ProcessFlags."""
 
-    def __init__(self) -> None:
-        self.armed = False
-        self.failing = False
-        self.opened = threading.Event()
-        self.reached = threading.Event()
+    reached = GATE_REACHED
 
     def arm(self) -> None:
-        self.armed = True
-        self.opened.clear()
-        self.reached.clear()
+        GATE_OPENED.clear()
+        GATE_REACHED.clear()
+        GATE_ARMED.set()
 
     def release(self) -> None:
-        self.opened.set()
+        GATE_OPENED.set()
 
     def disarm(self) -> None:
-        self.armed = False
-        self.failing = False
-        self.opened.set()
+        GATE_ARMED.clear()
+        GATE_FAILING.clear()
+        GATE_OPENED.set()
+
+    @property
+    def armed(self) -> bool:
+        return GATE_ARMED.is_set()
+
+    @property
+    def failing(self) -> bool:
+        return GATE_FAILING.is_set()
+
+    @failing.setter
+    def failing(self, value: bool) -> None:
+        if value:
+            GATE_FAILING.set()
+        else:
+            GATE_FAILING.clear()
 
 
 @pytest.fixture(scope="session")
 def pipeline_gate() -> Iterator[PipelineGate]:
-    from engine import transform
-    from explorer import engine_bridge
-
     gate = PipelineGate()
-    original = engine_bridge.build_pipeline
-
-    @transform.module_pass(opt_level=0, name="BrowserTestGate")
-    def gate_pass(mod: Any, ctx: Any) -> Any:
-        gate.reached.set()
-        if not gate.opened.wait(timeout=60):
-            raise TimeoutError("the browser test never released the pipeline gate")
-        return mod
-
-    @transform.module_pass(opt_level=0, name="BrowserTestFailure")
-    def failing_pass(mod: Any, ctx: Any) -> Any:
-        raise ValueError("deliberate failure of the browser tests' pass")
-
-    def gated_pipeline(opt_level: int, passes: Any) -> Any:
-        pipeline = original(opt_level, passes)
-        if gate.armed:
-            # InferType first, so passes have finished while the gate holds the run open
-            # (whatever the later engine passes do).
-            head = [engine_bridge.get_pass("InferType")]
-            return transform.Sequential([*head, gate_pass, pipeline], opt_level=0, name="gated")
-        if gate.failing:
-            return transform.Sequential([pipeline, failing_pass], opt_level=0, name="gated")
-        return pipeline
-
-    engine_bridge.build_pipeline = gated_pipeline
+    gate.disarm()
     yield gate
     gate.disarm()
-    engine_bridge.build_pipeline = original
 
 
 @pytest.fixture(scope="session")
@@ -120,13 +105,14 @@ def server(tmp_path_factory: pytest.TempPathFactory, frontend_bundle: Path,
     from explorer import create_app
 
     data = tmp_path_factory.mktemp("explorer-data")
-    app = create_app({"TESTING": True, "DATA_DIR": str(data)})
+    app = create_app({"TESTING": True, "DATA_DIR": str(data), "RUN_PLUGINS": [PLUGIN]})
     httpd = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=httpd.serve_forever, name="explorer-test-server", daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_port}"
     httpd.shutdown()
     thread.join(timeout=5)
+    app.extensions["explorer"].runs.shutdown()
 
 
 @pytest.fixture(scope="session")
