@@ -19,7 +19,7 @@ import base64
 import json
 import threading
 import weakref
-from collections.abc import Iterator
+from array import array
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ from engine.relay.printer_format import (
     type_text,
 )
 from engine.relay.printer_table import SourceMapTable
-from engine.relay.printer_writer import Entry, Writer
+from engine.relay.printer_writer import Writer
 
 __all__ = ["PrintResult", "SourceMapEntry", "SourceMapTable", "astext", "metadata_text",
            "print_ir", "type_text"]
@@ -57,37 +57,30 @@ class SourceMapEntry:
 
     def as_dict(self) -> dict[str, Any]:
         """The protocol's SourceMapEntry (docs/PROTOCOL.md); a use also has `"ref": true`."""
-        return _entry_dict(self.node_id, self.kind, self.start, self.end, self.spans, self.op,
-                           self.is_ref)
-
-
-def _entry_dict(node_id: int, kind: str, start: tuple[int, int], end: tuple[int, int],
-                spans: tuple[str, ...], op: str | None, is_ref: bool) -> dict[str, Any]:
-    out = {"node_id": node_id, "kind": kind, "start": list(start), "end": list(end),
-           "spans": list(spans), "op": op}
-    if is_ref:
-        out["ref"] = True
-    return out
+        out = {"node_id": self.node_id, "kind": self.kind, "start": list(self.start),
+               "end": list(self.end), "spans": list(self.spans), "op": self.op}
+        if self.is_ref:
+            out["ref"] = True
+        return out
 
 
 class _Block:
-    """The printed lines of one top-level function (or expression), positions relative."""
+    """The printed lines of one top-level function (or expression), positions relative:
+    its source map as a column table, its line origins as flat ids plus line ends."""
 
-    __slots__ = ("lines", "entries", "origins", "constants", "_table")
+    __slots__ = ("lines", "table", "origin_ids", "origin_ends", "constants")
 
-    def __init__(self, lines: tuple[str, ...], entries: tuple[Entry, ...],
-                 origins: tuple[tuple[int, ...], ...], constants: tuple[Constant, ...]) -> None:
+    def __init__(self, lines: tuple[str, ...], table: SourceMapTable, origin_ids: array[int],
+                 origin_ends: array[int], constants: tuple[Constant, ...]) -> None:
         self.lines = lines
-        self.entries = entries
-        self.origins = origins
+        self.table = table
+        self.origin_ids = origin_ids
+        self.origin_ends = origin_ends
         self.constants = constants
-        self._table: SourceMapTable | None = None
 
-    def table(self) -> SourceMapTable:
-        """The entries as a column table (lines relative to the block), built once."""
-        if self._table is None:
-            self._table = SourceMapTable.from_entries(self.entries)
-        return self._table
+    def origins(self) -> list[tuple[int, ...]]:
+        ids, ends = self.origin_ids, self.origin_ends
+        return [tuple(ids[a:b]) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 class PrintResult:
@@ -107,25 +100,20 @@ class PrintResult:
     def line_count(self) -> int:
         return self.text.count("\n")
 
-    def _raw_entries(self) -> Iterator[tuple[int, Entry]]:
-        for offset, block in self._placed:
-            for entry in block.entries:
-                yield offset, entry
-
     @property
     def source_map(self) -> list[SourceMapEntry]:
         if self._source_map is None:
+            table = self.source_map_table()
+            names, sets = table.names, table.span_sets
             self._source_map = [
-                SourceMapEntry(e[0], e[1], (e[2] + off + 1, e[3]), (e[4] + off + 1, e[5]),
-                               e[6], e[7], e[8])
-                for off, e in self._raw_entries()]
+                SourceMapEntry(nid, names[kind], (sl, sc), (el, ec), sets[spans],
+                               names[op] if op >= 0 else None, bool(ref))
+                for nid, kind, sl, sc, el, ec, spans, op, ref in table.rows.tolist()]
         return self._source_map
 
     def to_json(self, include_refs: bool = True) -> list[dict[str, Any]]:
         """The source map as protocol dicts, in text order (uses carry `"ref": true`)."""
-        return [_entry_dict(e[0], e[1], (e[2] + off + 1, e[3]), (e[4] + off + 1, e[5]), e[6],
-                            e[7], e[8])
-                for off, e in self._raw_entries() if include_refs or not e[8]]
+        return self.source_map_table(include_refs).to_json()
 
     @property
     def line_origins(self) -> list[tuple[int, ...]]:
@@ -134,7 +122,7 @@ class PrintResult:
             origins: list[tuple[int, ...]] = []
             for offset, block in self._placed:
                 origins.extend([()] * (offset - len(origins)))
-                origins.extend(block.origins)
+                origins.extend(block.origins())
             origins.extend([()] * (self.line_count - len(origins)))
             self._origins = origins
         return self._origins
@@ -142,11 +130,11 @@ class PrintResult:
     def source_map_table(self, include_refs: bool = True) -> SourceMapTable:
         """The source map as columns (see `printer_table`); each function's part is built
         once per printed function object, so an unchanged function only shifts lines."""
-        table = SourceMapTable.concat([(off + 1, block.table()) for off, block in self._placed])
+        table = SourceMapTable.concat([(off + 1, block.table) for off, block in self._placed])
         return table if include_refs else table.without_refs()
 
     def node_ids(self) -> set[int]:
-        return {e[0] for _, e in self._raw_entries()}
+        return set(self.source_map_table().node_ids().tolist())
 
     def __str__(self) -> str:
         return self.text
@@ -161,9 +149,8 @@ _CACHE_LOCK = threading.Lock()
 
 def _finish(writer: Writer, meta: MetaTable) -> _Block:
     writer.finish()
-    entries = sorted(writer.entries, key=lambda e: (e[2], e[3], -e[4], -e[5]))
-    return _Block(tuple(writer.lines), tuple(entries), tuple(writer.origins),
-                  tuple(meta.constants))
+    ids, ends = writer.origins()
+    return _Block(tuple(writer.lines), writer.table(), ids, ends, tuple(meta.constants))
 
 
 def _print_def(gv: GlobalVar, fn: Function, base: int, show_types: bool) -> _Block:

@@ -2,24 +2,38 @@
 
 Positions are (line, column) with a 0-based line relative to the block being
 written and a 0-based column; the module printer shifts lines when it places
-a block. An entry is a plain tuple (cheap for 100k-node programs):
-`(node_id, kind, start_line, start_col, end_line, end_col, span_names, op_name, is_ref)`.
+a block. Entries go straight into a flat int array (nine ints each, the columns
+of `printer_table.SourceMapTable`), with kinds, op names and spans interned, so
+a 100k-node program leaves no per-entry Python objects behind for the garbage
+collector to walk; `table()` sorts them into text order.
 """
 
 from __future__ import annotations
 
+from array import array
+
+import numpy as np
+
 from engine.ir.expr import Call, Expr
 from engine.ir.op import Op
+from engine.ir.span import SpanLike
 from engine.relay.printer_format import span_names as _names_of_span
-
-Entry = tuple[int, str, int, int, int, int, tuple[str, ...], "str | None", bool]
+from engine.relay.printer_table import (
+    COLUMNS,
+    END_COL,
+    END_LINE,
+    SPANS,
+    START_COL,
+    START_LINE,
+    SourceMapTable,
+)
 
 INDENT = "  "
 
 
 def op_name(node: Expr) -> str | None:
-    if isinstance(node, Call) and isinstance(node.op, Op):
-        return node.op.name
+    if isinstance(node, Call):
+        return node.op.name if isinstance(node.op, Op) else None
     if isinstance(node, Op):
         return node.name
     return None
@@ -32,19 +46,23 @@ def span_names(node: Expr) -> tuple[str, ...]:
 class Writer:
     """Accumulates lines; `begin`/`end` bracket a printed expression, `ref` a use of one."""
 
-    __slots__ = ("lines", "parts", "col", "depth", "entries", "origins", "_starts", "_open",
-                 "_closed")
+    __slots__ = ("lines", "parts", "col", "depth", "flat", "origin_ids", "origin_ends",
+                 "_starts", "_open", "_closed", "_names", "_spans", "_span_objs")
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.parts: list[str] = []
         self.col = 0
         self.depth = 0
-        self.entries: list[Entry] = []
-        self.origins: list[tuple[int, ...]] = []
+        self.flat = array("q")
+        self.origin_ids = array("q")
+        self.origin_ends = array("q")
         self._starts: list[int] = []
         self._open: list[int] = []
         self._closed = 0
+        self._names: dict[str | None, int] = {None: -1}
+        self._spans: dict[int, int] = {}
+        self._span_objs: list[SpanLike] = []
 
     def _start_line(self) -> None:
         pad = INDENT * self.depth
@@ -62,12 +80,13 @@ class Writer:
         self.parts = []
         self.col = 0
         if self._starts:
-            self.origins.append(tuple(self._starts))
+            self.origin_ids.extend(self._starts)
             self._starts = []
         elif self._closed:
-            self.origins.append((self._closed,))
-        else:
-            self.origins.append((self._open[-1],) if self._open else ())
+            self.origin_ids.append(self._closed)
+        elif self._open:
+            self.origin_ids.append(self._open[-1])
+        self.origin_ends.append(len(self.origin_ids))
         self._closed = 0
 
     def begin(self, node: Expr) -> tuple[int, int]:
@@ -80,8 +99,9 @@ class Writer:
     def end(self, node: Expr, start: tuple[int, int]) -> None:
         self._open.pop()
         self._closed = node.node_id
-        self.entries.append((node.node_id, node.kind, start[0], start[1], len(self.lines),
-                             self.col, span_names(node), op_name(node), False))
+        self.flat.extend((node.node_id, self._name(node.kind), start[0], start[1],
+                          len(self.lines), self.col, self._span(node.span),
+                          self._name(op_name(node)), 0))
 
     def ref(self, node: Expr, text: str) -> None:
         if not self.parts:
@@ -89,9 +109,43 @@ class Writer:
         line, col = len(self.lines), self.col
         self.parts.append(text)
         self.col += len(text)
-        self.entries.append((node.node_id, node.kind, line, col, line, self.col,
-                             span_names(node), op_name(node), True))
+        self.flat.extend((node.node_id, self._name(node.kind), line, col, line, self.col,
+                          self._span(node.span), self._name(op_name(node)), 1))
 
     def finish(self) -> None:
         if self.parts:
             self.newline()
+
+    # --- interning ----------------------------------------------------------------------
+    def _name(self, text: str | None) -> int:
+        found = self._names.get(text)
+        if found is None:
+            found = self._names[text] = len(self._names) - 1
+        return found
+
+    def _span(self, span: SpanLike) -> int:
+        # By identity while printing (the nodes keep their spans alive); equal span sets
+        # are merged once, in table().
+        found = self._spans.get(id(span))
+        if found is None:
+            found = self._spans[id(span)] = len(self._span_objs)
+            self._span_objs.append(span)
+        return found
+
+    def table(self) -> SourceMapTable:
+        """The entries in text order: by start, then the enclosing (longer) range first."""
+        rows = np.frombuffer(self.flat, dtype=np.int64).reshape(-1, len(COLUMNS)) \
+            if self.flat else np.zeros((0, len(COLUMNS)), dtype=np.int64)
+        order = np.lexsort((-rows[:, END_COL], -rows[:, END_LINE], rows[:, START_COL],
+                            rows[:, START_LINE]))
+        rows = rows[order]
+        sets: dict[tuple[str, ...], int] = {}
+        remap = np.array([sets.setdefault(_names_of_span(s), len(sets))
+                          for s in self._span_objs] or [0], dtype=np.int64)
+        rows[:, SPANS] = remap[rows[:, SPANS]]
+        names = [n for n in self._names if n is not None]
+        return SourceMapTable(rows, names, list(sets))
+
+    def origins(self) -> tuple[array[int], array[int]]:
+        """Per line, the ids of the nodes on it: flat ids and each line's end offset."""
+        return self.origin_ids, self.origin_ends
