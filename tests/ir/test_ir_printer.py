@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -355,3 +356,87 @@ def test_100k_chain_prints_iteratively_and_round_trips() -> None:
     mod = parse(result.text)
     assert_structural_equal(IRModule.from_expr(fn), mod, compare_spans=True)
     assert elapsed < 30  # generous: the point is no RecursionError; numbers in the report
+
+
+# --- column source map, memoized pieces, naming at scale ---------------------------------------
+
+
+@pytest.mark.parametrize("make", [conv_bn_relu, let_if, fused])
+def test_source_map_table_matches_the_entries(make) -> None:  # noqa: ANN001
+    result = print_ir(make(), show_types=True)
+    table = result.source_map_table()
+    assert table.to_json() == result.to_json()
+    assert table.json_bytes() == json.dumps(result.to_json(), separators=(",", ":")).encode()
+    assert result.source_map_table(include_refs=False).to_json() == \
+        result.to_json(include_refs=False)
+    assert len(table) == len(result.source_map)
+    assert set(table.node_ids().tolist()) == result.node_ids()
+
+
+def test_source_map_table_round_trips_through_json_and_columns() -> None:
+    from engine.relay.printer_table import SourceMapTable
+
+    entries = print_ir(fused()).to_json()
+    table = SourceMapTable.from_json(entries)
+    assert table.to_json() == entries
+    again = SourceMapTable.from_columns_bytes(table.columns_bytes(), table.names,
+                                              table.span_sets)
+    assert again.to_json() == entries
+    assert len(SourceMapTable.from_json([])) == 0 and SourceMapTable.from_json([]).to_json() == []
+
+
+def test_multi_function_table_interns_across_functions() -> None:
+    result = print_ir(fused())
+    table = result.source_map_table()
+    assert len(set(table.names)) == len(table.names)
+    assert len(set(table.span_sets)) == len(table.span_sets)
+    firsts = [e["start"][0] for e in table.to_json()]
+    assert firsts == sorted(firsts)  # @helper's block, then @main's, shifted to absolute lines
+
+
+def test_equal_spans_in_distinct_objects_print_and_map_alike() -> None:
+    x = relay.var("x", shape=(2,))
+    a = call("nn.relu", x, span=SequentialSpan([layer_span("p"), layer_span("q")]))
+    b = call("nn.relu", a, span=SequentialSpan([layer_span("p"), layer_span("q")]))
+    result = print_ir(IRModule.from_expr(relay.Function([x], b)))
+    assert result.text.count("/* p, q */") == 2
+    table = result.source_map_table()
+    assert table.span_sets.count(("p", "q")) == 1
+
+
+def test_registered_type_text_replaces_memoized_trailers() -> None:
+    from engine.relay.printer_format import register_type_text
+
+    class Opaque(IncompleteType):
+        pass
+
+    x = relay.var("x", shape=(2,))
+    relu = call("nn.relu", x)
+    ty = Opaque()
+    relu.set_checked_type(ty)
+    fn = relay.Function([x], relu)
+    assert "/* ty=Opaque */" in astext(fn, show_types=True)
+    register_type_text(Opaque, lambda t: "opaque!")
+    assert "/* ty=opaque! */" in astext(relay.Function([x], relu), show_types=True)
+
+
+def test_colliding_var_names_get_the_next_free_suffix() -> None:
+    names = ["x", "x1", "x", "x", "x2", "p0", "p0", "p01"]
+    params = [relay.var(n, shape=(1,)) for n in names]
+    text = astext(relay.Function(params, relay.Tuple(params)))
+    got = re.findall(r"(%\w+): Tensor", text.splitlines()[1])
+    assert got == ["%x", "%x1", "%x2", "%x3", "%x21", "%p0", "%p01", "%p011"]
+
+
+def test_many_same_named_vars_are_named_in_linear_time() -> None:
+    def run(n: int) -> float:
+        params = [relay.var("p0", shape=(1,)) for _ in range(n)]
+        fn = relay.Function(params, relay.Tuple(params))
+        start = time.perf_counter()
+        text = astext(fn)
+        elapsed = time.perf_counter() - start
+        assert f"%p0{n - 1}:" in text and text.count("%p0") == 2 * n
+        return elapsed
+
+    small, big = run(1_000), run(8_000)
+    assert big < 20 * small + 0.5  # 8x the vars; the old suffix search was 64x
