@@ -40,6 +40,7 @@ def encode_source_map(source_map: SourceMapLike) -> bytes:
         else _table_of_dicts(source_map)
     if table is None:
         return json.dumps(source_map, separators=(",", ":")).encode()
+    table = table.canonical()
     header = json.dumps({"rows": len(table), "names": table.names,
                          "span_sets": table.span_sets}, separators=(",", ":")).encode()
     return b"".join((_MAP_MAGIC, struct.pack("<I", len(header)), header,

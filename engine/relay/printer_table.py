@@ -52,6 +52,13 @@ class _Interner:
         return found
 
 
+def _first_use_order(indices: np.ndarray) -> np.ndarray:
+    """The distinct non-negative values of `indices`, in order of first appearance."""
+    used = indices[indices >= 0]
+    values, first = np.unique(used, return_index=True)
+    return values[np.argsort(first, kind="stable")]
+
+
 class SourceMapTable:
     """A source map as an int64 row table plus its string tables (see module docstring)."""
 
@@ -108,6 +115,22 @@ class SourceMapTable:
             rows[:, START_LINE] += lines
             rows[:, END_LINE] += lines
         return SourceMapTable(rows, self.names, self.span_sets)
+
+    def canonical(self) -> SourceMapTable:
+        """The same map with its strings in first-use order (as `from_json` builds them) and
+        unused ones dropped, so equal maps have equal tables, byte for byte."""
+        rows = self.rows.copy()
+        names = _first_use_order(rows[:, [KIND, OP]].ravel())
+        name_map = np.full(len(self.names) + 1, -1, dtype=np.int64)
+        name_map[names] = np.arange(names.size)
+        rows[:, KIND] = name_map[rows[:, KIND]]
+        rows[:, OP] = name_map[rows[:, OP]]
+        sets = _first_use_order(rows[:, SPANS])
+        set_map = np.zeros(len(self.span_sets) + 1, dtype=np.int64)
+        set_map[sets] = np.arange(sets.size)
+        rows[:, SPANS] = set_map[rows[:, SPANS]]
+        return SourceMapTable(rows, [self.names[i] for i in names.tolist()],
+                              [self.span_sets[i] for i in sets.tolist()])
 
     def without_refs(self) -> SourceMapTable:
         return SourceMapTable(self.rows[self.rows[:, REF] == 0], self.names, self.span_sets)

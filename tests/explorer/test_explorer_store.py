@@ -91,3 +91,84 @@ def test_started_events_precede_finished_in_tree_order():
         ("pass_started", "outer"), ("pass_started", "ExplorerTestRebuild"),
         ("pass_finished", "ExplorerTestRebuild"), ("pass_finished", "outer")]
     assert all(d["elapsed_ms"] >= 0 for t, d in events if t == "pass_finished")
+
+
+# --- compact source maps ------------------------------------------------------------------
+
+
+def _printed():  # noqa: ANN202
+    from engine.relay.printer import print_ir
+
+    mod = parse(MODEL_TEXT)
+    return print_ir(mod, show_types=True)
+
+
+def test_source_map_table_is_stored_as_columns_and_read_as_protocol_json():
+    import json
+    import zlib
+
+    from explorer.store import decode_source_map
+
+    store = Store(":memory:")
+    result = _printed()
+    sid = store.add_snapshot("r", result.text, result.source_map_table())
+    snap = store.snapshot(sid)
+    assert snap["text"] == result.text and snap["source_map"] == result.to_json()
+    expected = json.dumps(result.to_json(), separators=(",", ":")).encode()
+    assert store.snapshot_part(sid, "source_map") == expected
+    assert store.snapshot_part(sid, "text") == result.text.encode()
+    raw = zlib.decompress(store._one("SELECT data FROM blobs WHERE hash = ?",
+                                     (store._one("SELECT map_hash FROM snapshots WHERE id = ?",
+                                                 (sid,))[0],))[0])
+    assert decode_source_map(raw) is not None  # columns, not JSON
+    assert store.snapshot_source_map_table(sid).to_json() == result.to_json()
+
+
+def test_dict_and_table_source_maps_share_one_blob():
+    store = Store(":memory:")
+    result = _printed()
+    a = store.add_snapshot("r", result.text, result.source_map_table())
+    b = store.add_snapshot("r", result.text, result.to_json())
+    assert store.snapshot(a)["source_map"] == store.snapshot(b)["source_map"]
+    assert store._one("SELECT COUNT(*) FROM blobs", ())[0] == 2
+
+
+def test_source_maps_stored_as_json_by_older_versions_still_read():
+    import hashlib
+    import json
+    import zlib
+
+    store = Store(":memory:")
+    entries = [{"node_id": 7, "kind": "call", "start": [2, 2], "end": [2, 9],
+                "spans": ["conv1"], "op": "nn.relu"}]
+    raw = json.dumps(entries, separators=(",", ":")).encode()
+    digest = hashlib.sha256(raw).hexdigest()
+    text = "x\n"
+    text_digest = hashlib.sha256(text.encode()).hexdigest()
+    with store._tx() as db:
+        db.execute("INSERT INTO blobs VALUES (?, ?)", (digest, zlib.compress(raw, 6)))
+        db.execute("INSERT INTO blobs VALUES (?, ?)", (text_digest,
+                                                       zlib.compress(text.encode(), 6)))
+        cur = db.execute("INSERT INTO snapshots (run_id, text_hash, map_hash, line_count) "
+                         "VALUES ('r', ?, ?, 2)", (text_digest, digest))
+        sid = int(cur.lastrowid)
+    assert store.snapshot(sid)["source_map"] == entries
+    assert store.snapshot_part(sid, "source_map") == raw
+
+
+def test_non_protocol_dicts_are_kept_as_given():
+    store = Store(":memory:")
+    odd = [{"node_id": 1}, {"node_id": 2, "kind": "call", "start": [1, 0], "end": [1, 3],
+                            "spans": [], "op": None, "extra": "kept"}]
+    sid = store.add_snapshot("r", "t", odd)
+    assert store.snapshot(sid)["source_map"] == odd
+
+
+def test_recorded_coverage_matches_the_engine_bridge_count():
+    from explorer import engine_bridge
+    from explorer.recording import print_snapshot, table_coverage
+
+    mod = parse(MODEL_TEXT)
+    assert table_coverage(print_snapshot(mod)[1]) == engine_bridge.span_coverage(mod)
+    rebuilt = _rebuild(mod, None)
+    assert table_coverage(print_snapshot(rebuilt)[1]) == engine_bridge.span_coverage(rebuilt)
