@@ -145,10 +145,7 @@ class RunManager:
         if queued is not None:
             queued.end_unstarted()
             return True
-        if running is not None:
-            running.request_cancel()
-            return True
-        return False
+        return running is not None and running.request_cancel()
 
     # --- bookkeeping ----------------------------------------------------------------
     def run_ended(self, supervisor: RunSupervisor) -> None:

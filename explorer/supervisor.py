@@ -132,6 +132,7 @@ class RunSupervisor:
         self._cancel_at: float | None = None
         self._cancel_reason: str | None = None
         self._signalled = 0  # 1: SIGTERM sent, 2: SIGKILL sent
+        self._decided = False  # the terminal outcome is chosen: cancels come too late
 
     # --- control (any thread) -----------------------------------------------------------
     def launch(self) -> None:
@@ -153,15 +154,19 @@ class RunSupervisor:
                 worker.request_cancel()
         self.manager.start_task(self._supervise)
 
-    def request_cancel(self, reason: str | None = None) -> None:
+    def request_cancel(self, reason: str | None = None) -> bool:
+        """Ask the run to stop; False when its end has already been decided."""
         with self._lock:
+            if self._decided:
+                return False
             if self._cancel_at is not None:
-                return
+                return True
             self._cancel_at = time.monotonic()
             self._cancel_reason = reason
             worker = self.worker
         if worker is not None:
             worker.request_cancel()
+        return True
 
     @property
     def cancel_requested(self) -> bool:
@@ -241,6 +246,8 @@ class RunSupervisor:
     # --- the end --------------------------------------------------------------------------
     def _end(self, exitcode: int | None) -> None:
         hub = self.manager.hub
+        with self._lock:
+            self._decided = True
         try:
             if not self.manager.stopping:
                 hub.catch_up(self.run_id)

@@ -19,6 +19,10 @@ Plugins are module names from the server's configuration, never from a
 client. Importing one may register passes (`engine.transform.register_pass`)
 and may define `wrap_pipeline(pipeline, options) -> Pass` to change the
 pipeline of every run (tests insert gated or failing passes this way).
+
+As with any fork-server child, a worker imports the server's `__main__` module
+(as `__mp_main__`): a script that creates the app must do so under
+`if __name__ == "__main__":`.
 """
 
 from __future__ import annotations
