@@ -42,7 +42,7 @@ export function paintHighlights(view, { primary = [], related = [] }, scroll = f
  * Extensions of a read-only Relay text editor.
  * `onPick(pos, view)` is called for a click on the text or Enter at the cursor.
  */
-export function relayEditorExtensions({ onPick, label } = {}) {
+export function relayEditorExtensions({ onPick, onEscape, label } = {}) {
   const pick = onPick ? [
     EditorView.domEventHandlers({
       click(event, view) {
@@ -62,6 +62,8 @@ export function relayEditorExtensions({ onPick, label } = {}) {
     search({ top: true }),
     highlightSelectionMatches(),
     keymap.of(searchKeymap),
+    // After the search keymap: Escape closes an open search panel first.
+    onEscape ? keymap.of([{ key: "Escape", run: () => { onEscape(); return true; } }]) : [],
     relay(),
     highlightField,
     EditorView.contentAttributes.of({ "aria-label": label ?? "IR text", "aria-readonly": "true" }),

@@ -10,6 +10,7 @@ export const TOPIC = Object.freeze({
   EXPR_SELECTED: "expr:selected", // {nodeId, spans, side, entry} | null
   LAYER_SELECTED: "layer:selected", // {name} | null
   TAB: "tab", // {name}
+  CLEAR: "clear", // {} Escape: drop the expression / layer selection
   ERROR: "error", // {message, pass}
 });
 

@@ -54,7 +54,7 @@ export class RunModel {
     for (const p of this.rows()) {
       if (p.after === null || p.after === undefined || seen.has(p.after)) continue;
       seen.add(p.after);
-      choices.push({ id: p.after, label: `#${p.after} after ${p.name} (pass ${p.pass_index})` });
+      choices.push({ id: p.after, label: `#${p.after} ${p.name} · pass ${p.pass_index}` });
     }
     return choices;
   }

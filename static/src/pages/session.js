@@ -99,6 +99,10 @@ export class SessionPage {
     this.hub.on(TOPIC.LAYER_SELECTED, (sel) => this.url.patch({ [K.LAYER]: sel?.name, [K.NODE]: null }));
     this.hub.on(TOPIC.SNAPSHOTS_SHOWN, () => this.restoreSelection());
     this.hub.on(TOPIC.TAB, ({ name }) => this.showTab(name));
+    this.hub.on(TOPIC.CLEAR, () => {
+      this.hub.emit(TOPIC.LAYER_SELECTED, null);
+      this.hub.emit(TOPIC.EXPR_SELECTED, null);
+    });
     document.addEventListener("keydown", (e) => this.globalKey(e));
   }
 
@@ -212,8 +216,11 @@ export class SessionPage {
 
   globalKey(event) {
     const t = event.target;
-    if (t.closest?.("input, textarea, select, .cm-editor, [contenteditable=true]")) return;
-    if (event.key === "j" || event.key === "k") {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (t.closest?.("input, textarea, select, [contenteditable=true]:not(.cm-content)")) return;
+    if (event.key === "Escape" && !t.closest?.(".cm-editor")) {
+      this.hub.emit(TOPIC.CLEAR, {});
+    } else if (event.key === "j" || event.key === "k") {
       event.preventDefault();
       this.timeline.stepSelection(event.key === "j" ? 1 : -1);
     }

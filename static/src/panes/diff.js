@@ -185,7 +185,8 @@ export class DiffPane extends Pane {
     const override = (ta, tb) => (ta === a.text && tb === b.text ? changes : cmDiff(ta, tb));
     const side = (s) => ({
       doc: this.snapshots[s].text,
-      extensions: relayEditorExtensions({ onPick: (pos) => this.pick(s, pos), label: s === "a" ? "IR before" : "IR after" }),
+      extensions: relayEditorExtensions({ onPick: (pos) => this.pick(s, pos), onEscape: () => this.hub.emit(TOPIC.CLEAR, {}),
+        label: s === "a" ? "IR before" : "IR after" }),
     });
     replace(this.body);
     this.indexes = { a: null, b: null };

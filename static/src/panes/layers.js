@@ -22,15 +22,45 @@ export class LayersPane extends Pane {
     this.layers = [];
     this.linked = new Set();
     this.active = null;
-    this.listen(TOPIC.EXPR_SELECTED, (sel) => {
-      this.linked = new Set(sel?.spans ?? []);
-      this.active = null;
+    this.rowsByName = new Map();
+    this.listen(TOPIC.EXPR_SELECTED, (sel) => this.mark(new Set(sel?.spans ?? []), null));
+    this.listen(TOPIC.LAYER_SELECTED, (sel) => this.mark(this.linked, sel?.name ?? null));
+  }
+
+  /** Update the linked / active marks in place (a model may have 50,000 layers). */
+  mark(linked, active) {
+    const touched = new Set([...this.linked, ...linked, this.active, active].filter(Boolean));
+    this.linked = linked;
+    this.active = active;
+    if ([...touched].some((name) => !this.rowsByName.has(name) && this.isListed(name))) {
       this.renderRows(true);
-    });
-    this.listen(TOPIC.LAYER_SELECTED, (sel) => {
-      this.active = sel?.name ?? null;
-      this.renderRows(true);
-    });
+      return;
+    }
+    for (const name of touched) {
+      const li = this.rowsByName.get(name);
+      if (li) this.styleRow(li, name);
+    }
+    this.count.textContent = this.countText(this.matchingCount);
+    this.list.querySelector(".linked, .active")?.scrollIntoView({ block: "nearest" });
+  }
+
+  isListed(name) {
+    return this.layers.some((l) => l.name === name) && this.matches(name);
+  }
+
+  matches(name, opType = "") {
+    const q = this.filter.value.trim().toLowerCase();
+    return !q || name.toLowerCase().includes(q) || (opType ?? "").toLowerCase().includes(q);
+  }
+
+  countText(n) {
+    return `${n}${this.linked.size ? ` · ${this.linked.size} linked` : ""}`;
+  }
+
+  styleRow(li, name) {
+    li.classList.toggle("linked", this.linked.has(name));
+    li.classList.toggle("active", this.active === name);
+    li.firstChild.setAttribute("aria-pressed", String(this.active === name));
   }
 
   /** @param {{layers: Array<{name, op_type}>}} graph */
@@ -40,24 +70,25 @@ export class LayersPane extends Pane {
   }
 
   renderRows(scroll = false) {
-    const q = this.filter.value.trim().toLowerCase();
-    const matching = this.layers.filter((l) => !q || l.name.toLowerCase().includes(q)
-      || (l.op_type ?? "").toLowerCase().includes(q));
+    const matching = this.layers.filter((l) => this.matches(l.name, l.op_type));
     // Linked layers first-class: always rendered even past the row limit.
     const shown = matching.slice(0, MAX_ROWS);
     for (const l of matching.slice(MAX_ROWS)) if (this.linked.has(l.name) || l.name === this.active) shown.push(l);
-    this.count.textContent = `${matching.length}${this.linked.size ? ` · ${this.linked.size} linked` : ""}`;
+    this.matchingCount = matching.length;
+    this.count.textContent = this.countText(matching.length);
+    this.rowsByName = new Map();
     replace(this.list, shown.map((l) => this.row(l)),
       matching.length > shown.length ? h("li.hint", {}, `${matching.length - shown.length} more (filter to narrow)`) : null);
     if (scroll) this.list.querySelector(".linked, .active")?.scrollIntoView({ block: "nearest" });
   }
 
   row(layer) {
-    const cls = [this.linked.has(layer.name) ? "linked" : "", this.active === layer.name ? "active" : ""].join(" ");
-    return h("li", { class: cls.trim() || null },
+    const li = h("li", {},
       h("button.layer-row", { type: "button", title: `${layer.name} (${layer.op_type ?? "?"})`,
-        "aria-pressed": String(this.active === layer.name),
         on: { click: () => this.hub.emit(TOPIC.LAYER_SELECTED, { name: layer.name }) } },
       h("span.layer-name", {}, layer.name), h("span.layer-op", {}, layer.op_type ?? "")));
+    this.styleRow(li, layer.name);
+    this.rowsByName.set(layer.name, li);
+    return li;
   }
 }
