@@ -84,10 +84,16 @@ def _hang(mod: Any, ctx: Any) -> Any:
         time.sleep(0.05)
 
 
+def _stubborn(mod: Any, ctx: Any) -> Any:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # only SIGKILL ends it
+    return _hang(mod, ctx)
+
+
 TEST_PASSES: dict[str, Callable[[Any, Any], Any]] = {
     "ExplorerTestRebuild": _rebuild, "ExplorerTestNoop": _noop, "ExplorerTestGate": _gate,
     "ExplorerTestFail": _fail, "ExplorerTestSleep": _sleep, "ExplorerTestExit": _exit,
     "ExplorerTestSigkill": _sigkill, "ExplorerTestHang": _hang,
+    "ExplorerTestStubborn": _stubborn,
 }
 
 

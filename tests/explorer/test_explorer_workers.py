@@ -70,11 +70,12 @@ def test_a_worker_that_dies_fails_its_run_naming_the_pass(fast_app, crash, how):
     assert again[-1]["type"] == "run_finished"
 
 
-def test_a_pass_that_never_returns_is_killed_on_cancel(fast_app):
+@pytest.mark.parametrize("hang", ["ExplorerTestHang", "ExplorerTestStubborn"])
+def test_a_pass_that_never_returns_is_killed_on_cancel(fast_app, hang):
     client, sock = fast_app.test_client(), _watch(fast_app)
     REACHED.clear()
     session = upload(client)
-    run_id = start(sock, session["id"], passes=["ExplorerTestRebuild", "ExplorerTestHang",
+    run_id = start(sock, session["id"], passes=["ExplorerTestRebuild", hang,
                                                 "ExplorerTestNoop"])
     subscribe(sock, run_id)
     assert REACHED.wait(timeout=20)
