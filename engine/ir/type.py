@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any as _Any
@@ -58,10 +59,8 @@ def _dtype_name(dtype: _Any) -> str:
         return _DTYPE_NAMES[dtype]
     except (KeyError, TypeError):
         name = str(np.dtype(dtype))
-        try:
+        with contextlib.suppress(TypeError):  # an unhashable dtype-like is not memoized
             _DTYPE_NAMES[dtype] = name
-        except TypeError:  # an unhashable dtype-like
-            pass
         return name
 
 

@@ -101,24 +101,52 @@ class LoweredFunc:
         return self._steps
 
 
+GROUP_RUNS_OVER = 4
+"""A run of more than this many consecutive identical primitives (the compute_inline of
+every stage of a long fused chain) is shown as one step after the last of them."""
+
+
+def _step_groups(names: list[str]) -> list[tuple[int, int]]:
+    """(first, last) record indices of the steps to show: every primitive on its own,
+    except that a long run of the same primitive collapses into one step."""
+    groups: list[tuple[int, int]] = []
+    k = 0
+    while k < len(names):
+        end = k
+        while k and end + 1 < len(names) and names[end + 1] == names[k]:
+            end += 1
+        if end - k + 1 > GROUP_RUNS_OVER:
+            groups.append((k, end))
+        else:
+            groups.extend((j, j) for j in range(k, end + 1))
+        k = end + 1
+    return groups
+
+
 def record_steps(s: Schedule, args: list[Tensor], name: str = "main") -> list[ScheduleStep]:
-    """Primitive, Python line, loop nest and TEDD views of each snapshot of `s`'s record."""
+    """Primitive, Python line, loop nest and TEDD views of each snapshot of `s`'s record
+    (a long run of one primitive is one step: `compute_inline x250`, its Python lines
+    joined, the state after the last of them)."""
     from engine.driver import lower
     from engine.te import tedd
 
     if not s.primitive_record:
         return []
     python = s.python_lines()
-    names = s.primitive_record
+    names = list(s.primitive_record)
     snapshot = s.replay(0)
+    applied = 0
     out = []
-    for k in range(len(names)):
-        if k:
-            snapshot.apply_step(s.steps[k - 1])
+    for first, last in _step_groups(names):
+        while applied < last:
+            snapshot.apply_step(s.steps[applied])
+            applied += 1
         views = {"schedule_tree": tedd.viz_schedule_tree(snapshot),
                  "itervar": tedd.viz_itervar_relationship_graph(snapshot),
                  "dataflow": tedd.viz_dataflow_graph(snapshot)}
-        out.append(ScheduleStep(k, names[k], python[k], str(lower(snapshot, args, name=name)),
+        label = names[last] if first == last else f"{names[last]} x{last - first + 1}"
+        out.append(ScheduleStep(last, label, "\n".join(python[first:last + 1]),
+                                str(lower(snapshot, args, name=name)),
                                 {key: value or "" for key, value in views.items()}))
     return out
 

@@ -11,20 +11,28 @@ Rewrite = Callable[[E.PrimExpr], E.PrimExpr | None]
 
 def rewrite(e: E.PrimExpr, fn: Rewrite) -> E.PrimExpr:
     """Pre-order rewrite: where `fn(node)` returns an expression it replaces the node,
-    elsewhere the children are rewritten (shared subtrees are rewritten once)."""
+    elsewhere the children are rewritten (shared subtrees are rewritten once).
+
+    Iterative, so expressions of any depth (a concatenate of thousands of tensors is a
+    Select chain that deep) are fine.
+    """
     memo: dict[int, E.PrimExpr] = {}
-
-    def visit(node: E.PrimExpr) -> E.PrimExpr:
-        done = memo.get(id(node))
-        if done is not None:
-            return done
+    stack: list[tuple[E.PrimExpr, bool]] = [(e, False)]
+    while stack:
+        node, expanded = stack.pop()
+        key = id(node)
+        if expanded:
+            memo[key] = E.map_children(node, lambda child: memo[id(child)])
+            continue
+        if key in memo:
+            continue
         out = fn(node)
-        if out is None:
-            out = E.map_children(node, visit)
-        memo[id(node)] = out
-        return out
-
-    return visit(e)
+        if out is not None:
+            memo[key] = out
+            continue
+        stack.append((node, True))
+        stack.extend((child, False) for child in E.iter_children(node) if id(child) not in memo)
+    return memo[id(e)]
 
 
 def substitute(e: E.PrimExpr, vmap: Mapping[E.Var, E.PrimExpr]) -> E.PrimExpr:

@@ -37,14 +37,28 @@ def output_ids(outs: Sequence[Tensor]) -> set[int]:
     return {id(t.op) for t in outs}
 
 
+MAX_INLINE_CHAIN = 32
+"""Injective stages inlined into one another at most this deep: past it one stage is
+materialized (a fused chain of hundreds of elementwise ops would otherwise become one
+expression hundreds of levels deep, unreadable in the loop nest and too deep to walk)."""
+
+
 def inline_injective(s: Schedule, outs: Sequence[Tensor], keep: Sequence[Tensor] = ()) -> None:
-    """compute_inline every injective stage that is not an output (nor in `keep`)."""
+    """compute_inline every injective stage that is not an output (nor in `keep`), except
+    one in every MAX_INLINE_CHAIN along a chain of inlined stages."""
     skip = output_ids(outs) | output_ids(keep)
-    for stage in reversed(compute_stages(s)):
-        if id(stage.origin_op) in skip or not is_injective(stage.origin_op.tag):
+    depth: dict[int, int] = {}  # op id -> length of the inlined chain ending at it
+    chosen: list[Stage] = []
+    for stage in compute_stages(s):  # producers before consumers
+        op = stage.origin_op
+        chain = 1 + max((depth.get(id(t.op), 0) for t in op.input_tensors), default=0)
+        if (id(op) in skip or not is_injective(op.tag) or stage.attach_type == "inline"
+                or chain > MAX_INLINE_CHAIN):
+            depth[id(op)] = 0
             continue
-        if stage.attach_type == "inline":
-            continue
+        depth[id(op)] = chain
+        chosen.append(stage)
+    for stage in reversed(chosen):
         stage.compute_inline()
 
 

@@ -94,12 +94,17 @@ def concatenate_compute(attrs: Attrs, inputs: list[Tensor], out_type: Type) -> l
     for t in inputs:
         offsets.append(offsets[-1] + dims(t)[axis])
 
+    def pick(i: Sequence[Any], lo: int, hi: int) -> E.PrimExpr:
+        """The element from inputs[lo:hi]: a balanced tree of selects on the position,
+        so concatenating thousands of tensors is log-deep, not thousands deep."""
+        if hi - lo == 1:
+            return _shifted(inputs[lo], i, axis, offsets[lo])
+        mid = (lo + hi) // 2
+        return te.Select(i[axis] < offsets[mid], pick(i, lo, mid), pick(i, mid, hi))
+
     def body(*i: Any) -> E.PrimExpr:
-        pos = i[axis]
-        value = _shifted(inputs[-1], i, axis, offsets[-2])
-        for t, off, end in reversed(list(zip(inputs[:-1], offsets, offsets[1:]))):
-            value = te.Select(pos < end, _shifted(t, i, axis, off), value)
-        return value
+        return pick(i, 0, len(inputs))
+
     return [_compute(shape, body, "T_concat")]
 
 
