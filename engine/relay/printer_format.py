@@ -56,8 +56,7 @@ class IdentityMemo(Generic[_K, _V]):
         self._table = {}
 
 
-_EXTRA_ESCAPES = {"/": "\\/", "<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
-_EXTRA_RE = re.compile("[/<>&]")
+_COMMENT_END = re.compile(r"\*/")
 
 # dtype -> literal suffix of a scalar constant (`1f`, `2i64`, `True`)
 SCALAR_SUFFIX: dict[str, str] = {
@@ -71,8 +70,10 @@ SUFFIX_DTYPE: dict[str, str] = {v: k for k, v in SCALAR_SUFFIX.items()} | {
 
 
 def quote(text: str) -> str:
-    """A double-quoted, escaped, ASCII-only literal that `json.loads` reads back."""
-    return _EXTRA_RE.sub(lambda m: _EXTRA_ESCAPES[m.group()], json.dumps(text, ensure_ascii=True))
+    """A double-quoted literal that `json.loads` reads back. Readable as written (markup
+    and non-ASCII letters stay as they are: the page shows IR as text), except that `*/`
+    becomes `*\\/`, so a quoted name can never close the comment it stands in."""
+    return _COMMENT_END.sub(r"*\\/", json.dumps(text, ensure_ascii=False))
 
 
 def name_or_quoted(name: str, plain: re.Pattern[str] = IDENTIFIER) -> str:
