@@ -23,6 +23,7 @@ from explorer import engine_bridge
 from explorer.build import build_schedules
 from explorer.hub import EventHub
 from explorer.numerics import NumericsChecker
+from explorer.planning import count_planned
 from explorer.protocol import (
     BUILD_FINISHED,
     BUILD_STARTED,
@@ -92,11 +93,34 @@ def was_cancelled(exc: BaseException) -> bool:
     return isinstance(exc, RunCancelled) or isinstance(root_cause(exc), RunCancelled)
 
 
-def count_planned(pipeline: Any) -> int | None:
-    passes = getattr(pipeline, "passes", None)
-    if passes is None:
-        return None
-    return sum((count_planned(p) or 1) for p in passes)
+def build_pipeline(options: RunOptions, hooks: Sequence[PipelineHook] = ()) -> Any:
+    """The pass a run executes: the standard or explicit pipeline, through the plugins'
+    hooks."""
+    pipeline = engine_bridge.build_pipeline(options.opt_level, options.passes)
+    for hook in hooks:
+        pipeline = hook(pipeline, options)
+    return pipeline
+
+
+def run_context(options: RunOptions, instruments: list[Any]) -> Any:
+    """The PassContext of a run's pipeline and build."""
+    return engine_bridge.pass_context(options.opt_level, options.required_pass,
+                                      options.disabled_pass, instruments)
+
+
+def started_data(options: RunOptions, initial: int, pipeline: Any) -> dict[str, Any]:
+    """run_started's data: the options, the initial snapshot and the exact pass plan."""
+    return {"options": options.to_json(), "initial_snapshot": initial,
+            "num_passes_planned": count_planned(pipeline, run_context(options, []))}
+
+
+def announce_start(store: Any, publish: Publish, run_id: str, session_snapshot: int,
+                   options: RunOptions, hooks: Sequence[PipelineHook] = ()) -> int:
+    """Publish run_started with a copy of the session's upload snapshot as the run's
+    initial snapshot (before the model is imported again); returns its id."""
+    initial = store.copy_snapshot(session_snapshot, run_id)
+    publish(RUN_STARTED, started_data(options, initial, build_pipeline(options, hooks)))
+    return initial
 
 
 class CancelCheck(PassInstrument):
@@ -117,7 +141,7 @@ class Execution:
 
     def __init__(self, store: Any, sessions: SessionService, publish: Publish, run_id: str,
                  session_id: str, options: RunOptions, cancel: threading.Event | None = None,
-                 hooks: Sequence[PipelineHook] = ()) -> None:
+                 hooks: Sequence[PipelineHook] = (), announced: int | None = None) -> None:
         self.store = store
         self.sessions = sessions
         self.publish = publish
@@ -127,6 +151,7 @@ class Execution:
         self.options = options
         self.cancel = cancel or threading.Event()
         self.hooks = tuple(hooks)
+        self.announced = announced  # the initial snapshot of a run_started already published
         self.started = time.perf_counter()
         self.instrument: RecordingInstrument | None = None
         self.checker: NumericsChecker | None = None
@@ -154,7 +179,11 @@ class Execution:
     def _prepare(self) -> IRModule:
         imported = self.sessions.imported(self.session_id)
         recorder = SnapshotRecorder(self.store, self.run_id)
-        initial = recorder.record(imported.mod)
+        if self.announced is not None:
+            recorder.adopt(imported.mod, self.announced)
+            initial = self.announced
+        else:
+            initial = recorder.record(imported.mod).id
         numerics_error = None
         if self.options.check_numerics:
             try:
@@ -163,25 +192,17 @@ class Execution:
                 numerics_error = f"{type(exc).__name__}: {exc}"
         self.instrument = RecordingInstrument(recorder, self.publish, self.cancel,
                                               self.checker)
-        self.pipeline = self._build_pipeline()
-        data: dict[str, Any] = {"options": self.options.to_json(),
-                                "initial_snapshot": initial.id,
-                                "num_passes_planned": count_planned(self.pipeline)}
-        if numerics_error:
-            data["numerics_error"] = numerics_error
-        self.publish(RUN_STARTED, data)
-        self.summary["final_snapshot"] = initial.id
+        self.pipeline = build_pipeline(self.options, self.hooks)
+        if self.announced is None:
+            data = started_data(self.options, initial, self.pipeline)
+            if numerics_error:
+                data["numerics_error"] = numerics_error
+            self.publish(RUN_STARTED, data)
+        self.summary["final_snapshot"] = initial
         return imported.mod
 
-    def _build_pipeline(self) -> Any:
-        pipeline = engine_bridge.build_pipeline(self.options.opt_level, self.options.passes)
-        for hook in self.hooks:
-            pipeline = hook(pipeline, self.options)
-        return pipeline
-
     def _context(self, instruments: list[Any]) -> Any:
-        return engine_bridge.pass_context(self.options.opt_level, self.options.required_pass,
-                                          self.options.disabled_pass, instruments)
+        return run_context(self.options, instruments)
 
     def _pipeline(self, mod: IRModule) -> IRModule:
         assert self.instrument is not None

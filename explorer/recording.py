@@ -16,6 +16,7 @@ table instead of walking the module again.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections import OrderedDict
@@ -29,6 +30,7 @@ from engine.instrument import PassInstrument
 from engine.ir import IRModule
 from engine.relay.printer import print_ir
 from engine.relay.printer_table import KIND, NODE, REF, SPANS, SourceMapTable
+from explorer.node_ids import adopt_node_ids, id_pairs
 from explorer.protocol import PASS_FAILED, PASS_FINISHED, PASS_STARTED
 
 Publish = Callable[[str, dict[str, Any]], None]
@@ -89,6 +91,30 @@ class SnapshotRecorder:
         self.print_ms = 0.0
         self.num_printed = 0
 
+    def adopt(self, mod: IRModule, snapshot_id: int) -> Snapshot:
+        """Take `snapshot_id` (stored elsewhere, from another import of the same model) as
+        the snapshot of `mod`: when `mod` prints to the same text, its nodes take the
+        snapshot's node ids and `mod` is recorded as that snapshot; otherwise `mod` is
+        recorded as a new one."""
+        start = time.perf_counter()
+        text, table = print_snapshot(mod)
+        theirs = self._same_text(snapshot_id, text)
+        mapping = id_pairs(table, theirs) if theirs is not None else None
+        if mapping is None:
+            return self._store(mod, module_key(mod), text, table, start)
+        adopt_node_ids(mod, mapping)
+        coverage, num_nodes = table_coverage(table)
+        self.print_ms += (time.perf_counter() - start) * 1e3
+        snap = Snapshot(snapshot_id, module_key(mod), coverage, num_nodes, printed=False)
+        self._remember(snap, mod)
+        return snap
+
+    def _same_text(self, snapshot_id: int, text: str) -> SourceMapTable | None:
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if self.store.snapshot_text_hash(snapshot_id) != digest:
+            return None
+        return self.store.snapshot_source_map_table(snapshot_id)
+
     def record(self, mod: IRModule) -> Snapshot:
         key = module_key(mod)
         hit = self._recent.get(key)
@@ -97,16 +123,23 @@ class SnapshotRecorder:
             return Snapshot(hit[0].id, key, hit[0].coverage, hit[0].num_nodes, printed=False)
         start = time.perf_counter()
         text, table = print_snapshot(mod)
+        return self._store(mod, key, text, table, start)
+
+    def _store(self, mod: IRModule, key: ModuleKey, text: str, table: SourceMapTable,
+               start: float) -> Snapshot:
         coverage, num_nodes = table_coverage(table)
         snap_id = self.store.add_snapshot(self.run_id, text, table)
         self.print_ms += (time.perf_counter() - start) * 1e3
         self.num_printed += 1
         snap = Snapshot(snap_id, key, coverage, num_nodes, printed=True)
+        self._remember(snap, mod)
+        return snap
+
+    def _remember(self, snap: Snapshot, mod: IRModule) -> None:
         # Holding the function objects keeps their ids from being reused by new objects.
-        self._recent[key] = (snap, [f for _, f in mod.items()])
+        self._recent[snap.key] = (snap, [f for _, f in mod.items()])
         if len(self._recent) > self._keep:
             self._recent.popitem(last=False)
-        return snap
 
 
 @dataclass(slots=True)

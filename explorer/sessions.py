@@ -18,6 +18,7 @@ from engine.ir.type import TensorType
 from explorer import engine_bridge
 from explorer.engine_bridge import Imported
 from explorer.protocol import UPLOAD_EXTENSIONS, ApiError, Session, TensorInfo, bad_request
+from explorer.recording import print_snapshot
 from explorer.store import Store
 
 MAX_INPUT_ELEMENTS = 2**31
@@ -36,6 +37,11 @@ IMPORT_ERRORS: dict[str, tuple[int, str]] = {
     "FrontendError": (400, "import_failed"),
     "EngineError": (422, "import_failed"),
 }
+
+
+def session_snapshot_owner(sid: str) -> str:
+    """The owner recorded on a session's upload snapshot (runs own the rest)."""
+    return f"session:{sid}"
 
 
 def new_id() -> str:
@@ -174,8 +180,16 @@ class SessionService:
         graph = dict(imported.graph)
         graph["input_shapes"] = shapes
         self.store.add_session(session, graph, model_file)
+        self._snapshot_initial(sid, imported)
         self._remember(sid, imported)
         return session
+
+    def _snapshot_initial(self, sid: str, imported: Imported) -> None:
+        """Print the imported module once, now: every run of the session starts from this
+        snapshot (its run_started goes out before the run imports the model again)."""
+        text, table = print_snapshot(imported.mod)
+        snapshot = self.store.add_snapshot(session_snapshot_owner(sid), text, table)
+        self.store.set_session_snapshot(sid, snapshot)
 
     def imported(self, sid: str) -> Imported:
         """The session's imported module (re-imported from its stored file after a restart)."""

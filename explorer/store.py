@@ -80,6 +80,8 @@ CREATE INDEX IF NOT EXISTS runs_by_session ON runs(session_id, created);
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL, idx INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (run_id, idx));
+CREATE TABLE IF NOT EXISTS session_snapshots (
+    session_id TEXT PRIMARY KEY, snapshot_id INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS artifacts (
     run_id TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, key));
 """
@@ -143,6 +145,16 @@ class Store:
         if row is None:
             raise not_found("session", sid)
         return row[0]
+
+    def set_session_snapshot(self, sid: str, snapshot_id: int) -> None:
+        """The snapshot of the session's imported module, made at upload."""
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO session_snapshots VALUES (?, ?)",
+                       (sid, snapshot_id))
+
+    def session_snapshot(self, sid: str) -> int | None:
+        row = self._one("SELECT snapshot_id FROM session_snapshots WHERE session_id = ?", (sid,))
+        return None if row is None else int(row[0])
 
     def sessions(self) -> list[Session]:
         rows = self._all("SELECT session FROM sessions ORDER BY created DESC, rowid DESC")
@@ -217,6 +229,17 @@ class Store:
             cur = db.execute("INSERT INTO snapshots (run_id, text_hash, map_hash, line_count) "
                              "VALUES (?, ?, ?, ?)",
                              (run_id, text_hash, map_hash, text.count("\n") + 1))
+            return int(cur.lastrowid or 0)
+
+    def copy_snapshot(self, snapshot_id: int, run_id: str) -> int:
+        """A new snapshot of `run_id` sharing the blobs of `snapshot_id` (nothing re-encoded)."""
+        with self._tx() as db:
+            row = db.execute("SELECT text_hash, map_hash, line_count FROM snapshots "
+                             "WHERE id = ?", (snapshot_id,)).fetchone()
+            if row is None:
+                raise not_found("snapshot", snapshot_id)
+            cur = db.execute("INSERT INTO snapshots (run_id, text_hash, map_hash, line_count) "
+                             "VALUES (?, ?, ?, ?)", (run_id, *row))
             return int(cur.lastrowid or 0)
 
     def snapshot(self, snapshot_id: int) -> dict[str, Any]:

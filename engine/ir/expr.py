@@ -25,6 +25,13 @@ from engine.runtime.ndarray import NDArray
 _node_ids = itertools.count(1)
 
 
+def reserve_node_ids(upto: int) -> None:
+    """Every node built from now on gets an id above `upto` (for a process that gives its
+    nodes ids assigned in another process, so that new nodes cannot collide with them)."""
+    global _node_ids
+    _node_ids = itertools.count(max(next(_node_ids), upto + 1))
+
+
 class TypeNotInferredError(ValueError):
     pass
 
