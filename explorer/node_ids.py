@@ -15,6 +15,7 @@ import numpy as np
 from engine.ir import IRModule
 from engine.ir.expr import Expr, reserve_node_ids
 from engine.relay.expr_functor import post_order
+from engine.relay.printer import forget_printed
 from engine.relay.printer_table import NODE, SourceMapTable
 
 
@@ -33,12 +34,15 @@ def adopt_node_ids(mod: IRModule, mapping: dict[int, int]) -> int:
     """Rename the module's nodes by `mapping`; returns how many were renamed. Nodes built
     afterwards get ids above every id of the mapping."""
     renamed = 0
-    for _, func in mod.items():
-        for node in post_order(func):
+    for gv, func in mod.items():
+        before = renamed
+        for node in (gv, *post_order(func)):
             new = mapping.get(node.node_id)
             if new is not None and new != node.node_id:
                 _set_id(node, new)
                 renamed += 1
+        if renamed != before:
+            forget_printed(func)  # its cached text carries the old ids
     if mapping:
         reserve_node_ids(max(max(mapping.values()), max(mapping)))
     return renamed

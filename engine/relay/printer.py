@@ -147,6 +147,12 @@ _CACHE: weakref.WeakKeyDictionary[Function, dict[tuple[Any, ...], _Block]] = (
 _CACHE_LOCK = threading.Lock()
 
 
+def forget_printed(fn: Function) -> None:
+    """Drop the cached printing of `fn` (its nodes were given other ids since)."""
+    with _CACHE_LOCK:
+        _CACHE.pop(fn, None)
+
+
 def _finish(writer: Writer, meta: MetaTable) -> _Block:
     writer.finish()
     ids, ends = writer.origins()
