@@ -78,6 +78,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     runs = RunManager(store, hub, sessions, start_task=socketio.start_background_task,
                       config=RunConfig.from_mapping(app.config))
     runs.warm_up()
+    sessions.warm_up()
     app.extensions["explorer"] = Explorer(store, hub, sessions, runs, socketio,
                                           SnapshotIndexCache(store), data_dir)
 

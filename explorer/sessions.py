@@ -6,6 +6,8 @@ below), so the client gets a 4xx naming the problem, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import secrets
 import threading
@@ -22,6 +24,9 @@ from explorer.recording import print_snapshot
 from explorer.store import Store
 
 MAX_INPUT_ELEMENTS = 2**31
+# Imported in the background when the app starts, so the first upload does not pay for them.
+WARM_MODULES = ("onnx", "engine.relay.frontend", "engine.relay.frontend.onnx",
+                "engine.relay.frontend.tflite", "engine.relay.parser", "engine.relay.printer")
 
 # Engine error class name -> (HTTP status, error code). The most specific class wins.
 IMPORT_ERRORS: dict[str, tuple[int, str]] = {
@@ -141,6 +146,18 @@ class SessionService:
         self._cache: OrderedDict[str, Imported] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+
+    @staticmethod
+    def warm_up() -> threading.Thread:
+        """Import the frontends and the printer in a background thread (returned)."""
+        def load() -> None:
+            for name in WARM_MODULES:
+                with contextlib.suppress(ImportError):  # an optional frontend may be absent
+                    importlib.import_module(name)
+
+        thread = threading.Thread(target=load, name="frontend-warm-up", daemon=True)
+        thread.start()
+        return thread
 
     def create(self, filename: str, data: bytes,
                shapes: dict[str, list[int]] | None = None) -> Session:

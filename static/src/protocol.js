@@ -16,6 +16,7 @@ export const S2C = Object.freeze({ RUN_EVENT: "run_event" });
 
 /** RunEvent.type values. */
 export const EV = Object.freeze({
+  RUN_QUEUED: "run_queued",
   RUN_STARTED: "run_started",
   PASS_STARTED: "pass_started",
   PASS_FINISHED: "pass_finished",

@@ -9,6 +9,8 @@ export class RunModel {
     this.options = null;
     this.initialSnapshot = null;
     this.planned = null;
+    /** {position, max_concurrent} from run_queued while the run waits for a worker. */
+    this.queue = null;
     /** @type {Map<number, object>} pass_index -> pass row */
     this.passes = new Map();
     this.build = null; // null | "running" | {num_nodes} | {failed, message} | {cancelled}
@@ -27,6 +29,18 @@ export class RunModel {
 
   get finished() {
     return this.status !== RUN_STATUS.RUNNING;
+  }
+
+  /** True from run_queued until run_started (or the run's end). */
+  get queued() {
+    return this.queue !== null && !this.finished;
+  }
+
+  /** "queued · 2nd in line" while queued, else null (position as announced). */
+  queueLabel() {
+    if (!this.queued) return null;
+    const pos = this.queue.position;
+    return pos ? `queued · ${ordinal(pos)} in line` : "queued";
   }
 
   /** Pass rows in pass_index order. */
@@ -74,8 +88,18 @@ function upsertPass(model, data, state) {
   return row;
 }
 
+function ordinal(n) {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" }[n % 10] ?? "th");
+  return `${n}${suffix}`;
+}
+
 const REDUCERS = {
+  [EV.RUN_QUEUED]: (m, d) => {
+    m.queue = { position: d.position ?? null, max_concurrent: d.max_concurrent ?? null };
+  },
   [EV.RUN_STARTED]: (m, d) => {
+    m.queue = null;
     m.options = d.options ?? null;
     m.initialSnapshot = d.initial_snapshot ?? null;
     m.planned = d.num_passes_planned ?? null;
@@ -118,5 +142,6 @@ const REDUCERS = {
 
 /** A run that ended leaves no pass spinning (containers of a failed pass, for instance). */
 function closeRunning(m) {
+  m.queue = null;
   for (const p of m.passes.values()) if (p.state === "running") p.state = "stopped";
 }

@@ -96,7 +96,7 @@ export class TimelinePane extends Pane {
       return;
     }
     const done = model.doneCount();
-    // The plan counts the top-level passes; nested Sequentials can run more than planned.
+    // The plan counts the leaf passes the run will report (exact for the pipelines we build).
     const planned = model.planned && done <= model.planned ? model.planned : null;
     const building = model.build === "running";
     const fraction = model.finished ? 1 : planned && !building ? done / planned : null;
@@ -104,8 +104,10 @@ export class TimelinePane extends Pane {
     this.progressBar.classList.toggle("indeterminate", fraction === null);
     this.root.dataset.status = model.status;
     const count = planned ? `${done}/${planned}` : `${done}`;
-    this.progressText.textContent = model.finished ? `${model.status} · ${done} passes`
-      : building ? `building · ${done} passes` : `running · ${count}`;
+    this.root.dataset.queued = model.queued ? "true" : "false";
+    this.progressText.textContent = model.queueLabel?.() ?? (model.finished
+      ? `${model.status} · ${done} passes`
+      : building ? `building · ${done} passes` : `running · ${count}`);
   }
 
   renderFailure(model) {
