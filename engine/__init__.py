@@ -4,14 +4,12 @@
     from engine import relay, te
 """
 
-from importlib import import_module
-from typing import Any
-
 from engine import (
     ir,
     relay,  # noqa: E402,I001  (relay needs ir first)
     runtime,
 )
+from engine._lazy import lazy_getattr
 from engine.ir import IRModule
 from engine.runtime import cpu, device
 from engine.runtime import ndarray as nd
@@ -29,15 +27,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module_name, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'engine' has no attribute {name!r}") from None
-    module = import_module(module_name)
-    value = module if attr is None else getattr(module, attr)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr("engine", _LAZY, globals())
 
 
 __all__ = ["IRModule", "cpu", "device", "ir", "nd", "relay", "runtime"]

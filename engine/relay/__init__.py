@@ -3,9 +3,7 @@
 Heavy or optional parts (frontends, the interpreter, the build) load on first use.
 """
 
-from importlib import import_module
-from typing import Any as _AnyT
-
+from engine._lazy import lazy_getattr
 from engine.ir.expr import (
     Call,
     Constant,
@@ -54,15 +52,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 
-def __getattr__(name: str) -> _AnyT:
-    try:
-        module_name, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'engine.relay' has no attribute {name!r}") from None
-    module = import_module(module_name)
-    value = module if attr is None else getattr(module, attr)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr("engine.relay", _LAZY, globals())
 
 
 __all__ = [

@@ -18,6 +18,7 @@ import numpy as np
 from engine.ir.errors import EngineError
 from engine.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from engine.ir.type import TensorType
+from engine.relay.expr_functor import post_order
 from engine.relay.strategy.base import out_types, static_shape
 
 Entry = tuple[int, int, int]  # (node index, output index, version)
@@ -131,20 +132,7 @@ def _children(expr: Expr) -> tuple[Expr, ...]:
 
 def dataflow_post_order(root: Expr) -> list[Expr]:
     """@main's dataflow nodes, producers first, without entering function bodies."""
-    order: list[Expr] = []
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend((child, False) for child in reversed(_children(node)))
-    return order
+    return post_order(root, _children)
 
 
 class GraphBuilder:
