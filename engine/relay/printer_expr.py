@@ -41,7 +41,7 @@ ATOMIC = (Var, GlobalVar, Op, Constant)
 
 def _dataflow_kids(node: Expr) -> tuple[Expr, ...]:
     if isinstance(node, Call):
-        return (node.op, *node.args)
+        return (*node.args, node.op)  # operands first: a fused fn is bound next to its call
     if isinstance(node, Tuple):
         return node.fields
     if isinstance(node, TupleGetItem):
