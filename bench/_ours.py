@@ -210,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--per-pass", action="store_true")
     args = parser.parse_args(argv)
+    from explorer.execution import tune_gc_for_compilation
+
+    tune_gc_for_compilation()  # as a run's child process does
     disabled = None if args.disabled is None else tuple(p for p in args.disabled.split(",")
                                                         if p and p != "none")
     try:

@@ -172,8 +172,10 @@ def _options(args: argparse.Namespace) -> RunOptions:
 
 
 def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from explorer.execution import tune_gc_for_compilation
     from explorer.sessions import parse_input_shapes
 
+    tune_gc_for_compilation()  # this process only compiles
     with tempfile.TemporaryDirectory(prefix="explorer-") as tmp:
         store = Store(":memory:")
         hub = EventHub(store)

@@ -11,6 +11,7 @@ supervising server can overrule it (a cancel that raced the last pass).
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -42,6 +43,19 @@ Publish = Callable[[str, dict[str, Any]], None]
 PipelineHook = Callable[[Any, RunOptions], Any]
 
 TERMINAL_TYPES = {"finished": RUN_FINISHED, "failed": RUN_FAILED, "cancelled": RUN_CANCELLED}
+
+
+GC_THRESHOLD = (100_000, 50, 100)
+"""Collector thresholds for a process that compiles: passes allocate many short-lived
+nodes and no cycles of note, and at the default (700, 10, 10) the collector's passes
+over a big module made the pipeline grow faster than the model (chain_50000 ran 1.6x
+slower; bench/bench_scale.py)."""
+
+
+def tune_gc_for_compilation() -> None:
+    """Raise the collector's thresholds; only for processes that do nothing but compile
+    (a run's child process, `explorer run`), never for the server."""
+    gc.set_threshold(*GC_THRESHOLD)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from explorer.execution import Execution, Outcome, PipelineHook
+from explorer.execution import Execution, Outcome, PipelineHook, tune_gc_for_compilation
 from explorer.protocol import RunOptions
 
 START_METHOD = "forkserver"
@@ -83,6 +83,7 @@ def worker_main(job: Job, conn: Connection) -> None:
     """Entry point of a run's child process."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tune_gc_for_compilation()
     if job.env:
         os.environ.clear()
         os.environ.update(dict(job.env))
