@@ -15,7 +15,10 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 FLAGS_ENV = "EXPLORER_TEST_FLAGS"
 POLL_SECONDS = 0.005
@@ -62,3 +65,19 @@ class ProcessFlag:
                 return False
             time.sleep(POLL_SECONDS)
         return True
+
+
+@contextmanager
+def app_for_tests(data_dir: Path, plugin: str | None = None) -> Iterator[Any]:
+    """An app on `data_dir` in testing mode whose run workers import `plugin` (a module
+    registering test passes); its run manager is shut down on exit."""
+    from explorer import create_app
+
+    config: dict[str, Any] = {"TESTING": True, "DATA_DIR": str(data_dir)}
+    if plugin:
+        config["RUN_PLUGINS"] = [plugin]
+    app = create_app(config)
+    try:
+        yield app
+    finally:
+        app.extensions["explorer"].runs.shutdown()

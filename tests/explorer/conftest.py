@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from explorer_helpers import GATE, PLUGIN, REACHED
 
-from explorer import create_app, socketio_of
+from explorer import socketio_of
 from explorer.protocol import NAMESPACE
+from explorer.testing import app_for_tests
 
 
 @pytest.fixture()
@@ -29,9 +30,8 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def app(data_dir: Path) -> Iterator[Any]:
-    app = create_app({"TESTING": True, "DATA_DIR": str(data_dir), "RUN_PLUGINS": [PLUGIN]})
-    yield app
-    app.extensions["explorer"].runs.shutdown()
+    with app_for_tests(data_dir, PLUGIN) as app:
+        yield app
 
 
 @pytest.fixture()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hardening_helpers import PLUGIN
 
-from explorer import create_app
+from explorer.testing import app_for_tests
 
 _WATCHED = ("open", "pickle.find_class", "os.system", "os.exec", "os.posix_spawn",
             "os.spawn", "subprocess.Popen", "marshal.loads")
@@ -50,9 +50,8 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def app(data_dir: Path) -> Iterator[Any]:
-    app = create_app({"TESTING": True, "DATA_DIR": str(data_dir), "RUN_PLUGINS": [PLUGIN]})
-    yield app
-    app.extensions["explorer"].runs.shutdown()
+    with app_for_tests(data_dir, PLUGIN) as app:
+        yield app
 
 
 @pytest.fixture()
