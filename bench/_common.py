@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import fcntl
 import json
@@ -223,3 +224,19 @@ def report(name: str, title: str, columns: Sequence[str], rows: Sequence[Row],
     if write:
         append_results(name, title, body, notes)
     return body
+
+
+def per_model_main(argv: Sequence[str] | None, description: str, models: Sequence[str],
+                   bench_model: Callable[[str, int], list[Row]],
+                   ) -> tuple[list[Row], argparse.Namespace]:
+    """The command line shared by per-model benchmarks (`--repeat`, `--models`,
+    `--no-write`): runs `bench_model(name, repeat)` for each model, returns all rows."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--models", default=",".join(models))
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args(argv)
+    rows: list[Row] = []
+    for name in args.models.split(","):
+        rows += bench_model(name, args.repeat)
+    return rows, args

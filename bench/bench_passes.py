@@ -15,7 +15,6 @@ bench/results/passes.md.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import Row, model_path, report, timed  # noqa: E402
+from _common import Row, model_path, per_model_main, report, timed  # noqa: E402
 
 from engine import relay  # noqa: E402
 from engine.relay.analysis import span_coverage  # noqa: E402
@@ -64,14 +63,7 @@ def bench_model(name: str, repeat: int) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--no-write", action="store_true", help="print only")
-    args = parser.parse_args(argv)
-    rows: list[Row] = []
-    for name in args.models.split(","):
-        rows += bench_model(name, args.repeat)
+    rows, args = per_model_main(argv, __doc__.splitlines()[0], list(MODELS), bench_model)
     report("passes", "Optimization passes: time per pass (first half of issue 6)",
            ["model", "pass", "median s", "best s", "changed", "spans"], rows,
            notes=[f"median of {args.repeat} runs per pass, on the output of the passes above it",

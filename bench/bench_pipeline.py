@@ -14,7 +14,6 @@ bench/results/pipeline.md.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import Row, median_of, model_path, report  # noqa: E402
+from _common import Row, median_of, model_path, per_model_main, report  # noqa: E402
 
 import engine as tvm  # noqa: E402
 from engine.instrument import PassTimingInstrument  # noqa: E402
@@ -68,14 +67,7 @@ def bench_model(name: str, repeat: int) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--no-write", action="store_true", help="print only")
-    args = parser.parse_args(argv)
-    rows: list[Row] = []
-    for name in args.models.split(","):
-        rows += bench_model(name, args.repeat)
+    rows, args = per_model_main(argv, __doc__.splitlines()[0], list(MODELS), bench_model)
     report("pipeline", "The O3 pipeline: time of every pass", ["model", "pass", "median ms"],
            rows, notes=[f"median of {args.repeat} runs of the whole pipeline, each on a fresh import; "
                         "nested passes are indented under their parent"],
