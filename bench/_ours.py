@@ -19,8 +19,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.ir import IRModule  # noqa: E402
-from explorer import engine_bridge  # noqa: E402
-from explorer.recording import RecordingInstrument, SnapshotRecorder  # noqa: E402
+from explorer import compiler  # noqa: E402
+from explorer.runs.recording import RecordingInstrument, SnapshotRecorder  # noqa: E402
 from explorer.store import Store  # noqa: E402
 
 Row = dict[str, Any]
@@ -109,9 +109,9 @@ def working_disabled(mod: IRModule, opt_level: int = 3, tries: int = 4
 
 def pipeline_plain(mod: IRModule, opt_level: int = 3,
                    disabled: tuple[str, ...] = ()) -> tuple[IRModule, float]:
-    pipeline = engine_bridge.build_pipeline(opt_level, None)
+    pipeline = compiler.build_pipeline(opt_level, None)
     t0 = time.perf_counter()
-    with engine_bridge.pass_context(opt_level, (), disabled, []):
+    with compiler.pass_context(opt_level, (), disabled, []):
         final = pipeline(mod)
     return final, time.perf_counter() - t0
 
@@ -121,10 +121,10 @@ def pipeline_recorded(mod: IRModule, opt_level: int = 3,
     store = CountingStore()
     recorder = SnapshotRecorder(store, "bench")
     instrument = TimedRecording(recorder)
-    pipeline = engine_bridge.build_pipeline(opt_level, None)
+    pipeline = compiler.build_pipeline(opt_level, None)
     t0 = time.perf_counter()
     recorder.record(mod)
-    with engine_bridge.pass_context(opt_level, (), disabled, [instrument]):
+    with compiler.pass_context(opt_level, (), disabled, [instrument]):
         final = pipeline(mod)
     recorder.record(final)
     elapsed = time.perf_counter() - t0
@@ -150,7 +150,7 @@ def _per_pass(instrument: TimedRecording) -> list[Row]:
 
 def build(mod: IRModule) -> tuple[int, float]:
     """(graph nodes with a schedule, seconds); NotAvailable-style RuntimeError if missing."""
-    from explorer.build import build_schedules
+    from explorer.runs.schedules import build_schedules
 
     t0 = time.perf_counter()
     nodes = build_schedules(mod)
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--per-pass", action="store_true")
     args = parser.parse_args(argv)
-    from explorer.execution import tune_gc_for_compilation
+    from explorer.runs.execution import tune_gc_for_compilation
 
     tune_gc_for_compilation()  # as a run's child process does
     disabled = None if args.disabled is None else tuple(p for p in args.disabled.split(",")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engine.target import target_kind
 from engine.te.errors import LoweringError
 from engine.te.schedule import Schedule
 from engine.te.schedule_ops import lower_schedule
@@ -63,8 +64,6 @@ class BuiltFunc:
 def build(inputs: Any, args: Sequence[Tensor] | None = None, target: Any = "llvm",
           target_host: Any = None, name: str = "main", binds: Any = None) -> BuiltFunc:
     """`tvm.build(s, [A, B], target)`: lower the schedule and make it callable."""
-    from engine.relay.strategy.base import normalize_target
-
     module = lower(inputs, args, name=name, binds=binds)
     entry = name if name in module else next(iter(module))
-    return BuiltFunc(module, entry, normalize_target(target))
+    return BuiltFunc(module, entry, target_kind(target))

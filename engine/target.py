@@ -146,4 +146,10 @@ def llvm(mcpu: str = "", options: str = "") -> Target:
     return Target(text)
 
 
-__all__ = ["Target", "TargetError", "TargetKind", "create", "cuda", "llvm"]
+def target_kind(target: str | Mapping[str, Any] | Target | None) -> str:
+    """The schedule family a target compiles with: "cuda" for GPU targets, else "llvm"."""
+    parsed = target if isinstance(target, Target) else Target(target or "llvm")
+    return "cuda" if "gpu" in parsed.keys else "llvm"
+
+
+__all__ = ["Target", "TargetError", "TargetKind", "create", "cuda", "llvm", "target_kind"]

@@ -3,52 +3,30 @@
 Flask + Flask-SocketIO (threading async mode): an HTTP blueprint (`routes`),
 one Socket.IO namespace `/explorer` (`sockets`), sessions and runs persisted
 in SQLite in the data folder (the instance folder unless `DATA_DIR` is set).
+`create_app` has no side effects: the services start with `explorer serve`
+or the app's first use (explorer/extensions.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, current_app
+from flask import Flask
 from flask_socketio import SocketIO
 
-from explorer.hub import EventHub
-from explorer.protocol import NAMESPACE, RUN_EVENT, RunEvent
-from explorer.queries import SnapshotIndexCache
-from explorer.runner import RunConfig, RunManager
-from explorer.sessions import SessionService
-from explorer.store import Store
+from explorer.extensions import Explorer, ExplorerExtension, services
+from explorer.protocol import NAMESPACE
 
 DEFAULT_MAX_UPLOAD = 512 * 1024 * 1024
 
-
-@dataclass(slots=True)
-class Explorer:
-    """The app's services, reachable from handlers as `services()`."""
-
-    store: Store
-    hub: EventHub
-    sessions: SessionService
-    runs: RunManager
-    socketio: SocketIO
-    snapshots: SnapshotIndexCache
-    data_dir: Path
-
-
-def services() -> Explorer:
-    return current_app.extensions["explorer"]
+__all__ = ["Explorer", "create_app", "services", "socketio_of"]
 
 
 def asset_root() -> Path:
     """templates/ and static/: inside the package for a wheel, else the repo root."""
     here = Path(__file__).resolve().parent
     return here if (here / "templates").is_dir() else here.parent
-
-
-def run_room(run_id: str) -> str:
-    return f"run:{run_id}"
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
@@ -60,27 +38,11 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
                             DEMO_SESSION=None, JSON_SORT_KEYS=False)
     if test_config:
         app.config.update(test_config)
-    data_dir = Path(app.config["DATA_DIR"] or app.instance_path)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    app.config["DATA_DIR"] = str(data_dir)
-
-    store = Store(data_dir / "explorer.sqlite3")
     socketio = SocketIO(async_mode="threading", cors_allowed_origins=[])
     socketio.init_app(app, max_http_buffer_size=app.config["MAX_CONTENT_LENGTH"])
-    hub = EventHub(store)
-    _mark_interrupted(store, hub)
-
-    def emit_live(event: RunEvent) -> None:
-        socketio.emit(RUN_EVENT, event, namespace=NAMESPACE, to=run_room(event["run_id"]))
-
-    hub.add_sink(emit_live)
-    sessions = SessionService(store, data_dir / "models")
-    runs = RunManager(store, hub, sessions, start_task=socketio.start_background_task,
-                      config=RunConfig.from_mapping(app.config))
-    runs.warm_up()
-    sessions.warm_up()
-    app.extensions["explorer"] = Explorer(store, hub, sessions, runs, socketio,
-                                          SnapshotIndexCache(store), data_dir)
+    extension = ExplorerExtension(app, socketio)
+    app.extensions["explorer"] = extension
+    app.before_request(extension.ensure_started)
 
     from explorer.routes import bp, register_error_handlers
     from explorer.sockets import ExplorerNamespace
@@ -91,15 +53,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     return app
 
 
-def _mark_interrupted(store: Store, hub: EventHub) -> None:
-    """Runs a dead server left `running` become `interrupted`, with a closing event."""
-    for summary in store.running_runs():
-        rid = summary["id"]
-        store.mark_interrupted_run(rid)
-        hub.publish(rid, summary["session_id"], "run_failed",
-                    {"pass": None, "code": "interrupted",
-                     "message": "the server stopped during the run; snapshots so far are kept"})
-
-
 def socketio_of(app: Flask) -> SocketIO:
-    return app.extensions["explorer"].socketio
+    extension: ExplorerExtension = app.extensions["explorer"]
+    return extension.socketio
+

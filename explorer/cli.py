@@ -24,7 +24,7 @@ from typing import Any, TextIO
 from explorer import queries
 from explorer.hub import EventHub
 from explorer.protocol import PASS_FINISHED, RUN_STARTED, ApiError, RunEvent, RunOptions
-from explorer.runner import RunManager
+from explorer.runs.manager import RunManager
 from explorer.sessions import SessionService
 from explorer.store import Store
 from explorer.tracefmt import resolve_target, trace_text
@@ -71,6 +71,8 @@ def _pipeline_args(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--require", action="append", default=[], metavar="PASS")
     cmd.add_argument("--passes", default=None, help="comma-separated explicit pass list")
     cmd.add_argument("--check-numerics", action="store_true")
+    cmd.add_argument("--no-build", action="store_true",
+                     help="run relay.optimize instead of relay.build (no lowering, no kernels)")
     cmd.add_argument("--input-shapes", default=None, help='JSON {"name": [dims]}')
 
 
@@ -166,13 +168,16 @@ class TerminalSink:
 
 def _options(args: argparse.Namespace) -> RunOptions:
     passes = None if not args.passes else tuple(p for p in args.passes.split(",") if p)
-    return RunOptions(opt_level=args.opt_level, disabled_pass=tuple(args.disable),
-                      required_pass=tuple(args.require), passes=passes,
-                      check_numerics=args.check_numerics)
+    return RunOptions.from_json({
+        "opt_level": args.opt_level, "disabled_pass": list(args.disable),
+        "required_pass": list(args.require),
+        "passes": None if passes is None else list(passes),
+        "check_numerics": args.check_numerics,
+        "build": not args.no_build and passes is None})
 
 
 def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from explorer.execution import tune_gc_for_compilation
+    from explorer.runs.execution import tune_gc_for_compilation
     from explorer.sessions import parse_input_shapes
 
     tune_gc_for_compilation()  # this process only compiles

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.transform import PassContext, PassNotFoundError, get_pass
+from explorer.compiler import PassContext, transform
 
 
 def children_of(pipeline: Any, ctx: PassContext) -> list[Any] | None:
@@ -31,7 +31,7 @@ def children_of(pipeline: Any, ctx: PassContext) -> list[Any] | None:
         info = child.info
         if not ctx.pass_enabled(info):
             continue
-        run.extend(get_pass(name) for name in info.required)
+        run.extend(transform.get_pass(name) for name in info.required)
         run.append(child)
     return run
 
@@ -55,5 +55,20 @@ def count_planned(pipeline: Any, ctx: PassContext) -> int | None:
     cannot be worked out (a required pass that is not registered fails the run anyway)."""
     try:
         return count_leaves(pipeline, ctx)
-    except PassNotFoundError:
+    except transform.PassNotFoundError:
         return None
+
+
+def leaf_plan(pipeline: Any, ctx: PassContext) -> list[dict[str, Any]]:
+    """The leaf passes `pipeline` runs under `ctx`, in order: {name, depth, opt_level}."""
+    out: list[dict[str, Any]] = []
+    stack: list[tuple[Any, int]] = [(pipeline, 0)]
+    while stack:
+        node, depth = stack.pop()
+        children = children_of(node, ctx)
+        if not children:
+            out.append({"name": str(node.info.name), "depth": depth,
+                        "opt_level": int(node.info.opt_level)})
+            continue
+        stack.extend((child, depth + 1) for child in reversed(children))
+    return out

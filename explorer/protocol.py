@@ -138,14 +138,16 @@ class RunEvent(TypedDict):
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    """What a client may ask of a pipeline run (validated at the boundary)."""
+    """What a client may ask of a pipeline run (validated at the boundary): by default the
+    run is relay.build at opt_level 3; `build` false runs relay.optimize; `passes` runs
+    that explicit list instead of the standard pipeline (and cannot be built)."""
 
     opt_level: int = 3
     disabled_pass: tuple[str, ...] = ()
     required_pass: tuple[str, ...] = ()
     passes: tuple[str, ...] | None = None
     check_numerics: bool = False
-    build: bool = False
+    build: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -172,13 +174,17 @@ class RunOptions:
         if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 3:
             raise bad_request("bad_options", "opt_level must be an integer from 0 to 3")
         passes = raw.get("passes")
+        build = _flag(raw.get("build", passes is None), "build")
+        if build and passes is not None:
+            raise bad_request("bad_options", "passes replaces relay.build's pipeline: an "
+                              "explicit pass list runs with build false")
         return RunOptions(
             opt_level=level,
             disabled_pass=_names(raw.get("disabled_pass"), "disabled_pass"),
             required_pass=_names(raw.get("required_pass"), "required_pass"),
             passes=None if passes is None else _names(passes, "passes"),
             check_numerics=_flag(raw.get("check_numerics", False), "check_numerics"),
-            build=_flag(raw.get("build", False), "build"),
+            build=build,
         )
 
 

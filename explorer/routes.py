@@ -8,8 +8,9 @@ from typing import Any
 from flask import Blueprint, Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from explorer import exchange, queries, services
+from explorer import exchange, queries
 from explorer.demo import demo_session
+from explorer.extensions import services
 from explorer.protocol import ApiError, bad_request
 
 bp = Blueprint("explorer", __name__)
@@ -56,9 +57,9 @@ def get_session(sid: str) -> Response:
 
 @bp.get("/api/passes")
 def list_passes() -> Response:
-    from explorer import engine_bridge
+    from explorer import compiler
 
-    return jsonify({"passes": engine_bridge.registered_passes()})
+    return jsonify({"passes": compiler.registered_passes()})
 
 
 # --- runs ------------------------------------------------------------------------------

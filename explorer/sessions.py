@@ -1,4 +1,9 @@
-"""Sessions: an uploaded model stored under a server-chosen name, imported once.
+"""Sessions: an uploaded model stored under a server-chosen name, checked at upload.
+
+A server's SessionService is `isolated`: it never parses an uploaded file
+itself; a probe child imports it (explorer/runs/probe.py) and the runs import it
+again in their workers. The CLI's (the user named a local file) imports in its
+own process and keeps the imported module for its run.
 
 Import errors are mapped to `ApiError`s by the engine's error class (table
 below), so the client gets a 4xx naming the problem, never a traceback.
@@ -6,8 +11,6 @@ below), so the client gets a 4xx naming the problem, never a traceback.
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import json
 import secrets
 import threading
@@ -16,17 +19,13 @@ from collections import OrderedDict
 from pathlib import Path, PurePath
 from typing import Any
 
-from engine.ir.type import TensorType
-from explorer import engine_bridge
-from explorer.engine_bridge import Imported
+from explorer import compiler
+from explorer.compiler import Imported
 from explorer.protocol import UPLOAD_EXTENSIONS, ApiError, Session, TensorInfo, bad_request
-from explorer.recording import print_snapshot
 from explorer.store import Store
 
 MAX_INPUT_ELEMENTS = 2**31
 # Imported in the background when the app starts, so the first upload does not pay for them.
-WARM_MODULES = ("onnx", "engine.relay.frontend", "engine.relay.frontend.onnx",
-                "engine.relay.frontend.tflite", "engine.relay.parser", "engine.relay.printer")
 
 # Engine error class name -> (HTTP status, error code). The most specific class wins.
 IMPORT_ERRORS: dict[str, tuple[int, str]] = {
@@ -118,95 +117,93 @@ def _scrub(message: str, server_path: Path | None, filename: str) -> str:
 
 
 def _tensor(name: str, ty: Any) -> TensorInfo:
-    if isinstance(ty, TensorType):
-        return TensorInfo(name=name, shape=[d if isinstance(d, int) else "?" for d in ty.shape],
-                          dtype=ty.dtype)
-    return TensorInfo(name=name, shape=[], dtype=str(ty))
+    shape, dtype = compiler.tensor_info(ty)
+    return TensorInfo(name=name, shape=shape, dtype=dtype)
 
 
 def describe(sid: str, name: str, imported: Imported) -> Session:
-    main = engine_bridge.main_function(imported.mod)
-    inputs = [_tensor(p.name_hint, p.type_annotation) for p in main.params
-              if p.name_hint not in imported.params]
+    mod = imported.mod
+    inputs = [_tensor(n, ty) for n, ty in compiler.model_inputs(mod, imported.params)]
     outputs = imported.graph.get("outputs") or []
-    if not outputs and main.ret_type is not None:
-        outputs = [_tensor("output", main.ret_type)]
+    ret_type = mod["main"].ret_type
+    if not outputs and ret_type is not None:
+        outputs = [_tensor("output", ret_type)]
     layers = len(imported.graph.get("layers") or [])
     return Session(id=sid, name=name, format=imported.format, created=time.time(),
                    num_layers=layers, inputs=inputs, outputs=list(outputs))
 
 
 class SessionService:
-    """Creates sessions from uploads or local files and caches their imported modules."""
+    """Creates sessions from uploads or local files (see module docstring)."""
 
-    def __init__(self, store: Store, models_dir: Path, cache_size: int = 4) -> None:
+    def __init__(self, store: Store, models_dir: Path, cache_size: int = 4,
+                 isolated: bool = False, plugins: tuple[str, ...] = (),
+                 import_timeout: float | None = None) -> None:
         self.store = store
         self.models_dir = models_dir
         self.models_dir.mkdir(parents=True, exist_ok=True)
+        self.isolated = isolated
+        self.plugins = plugins
+        self.import_timeout = import_timeout
         self._cache: OrderedDict[str, Imported] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-
-    @staticmethod
-    def warm_up() -> threading.Thread:
-        """Import the frontends and the printer in a background thread (returned)."""
-        def load() -> None:
-            for name in WARM_MODULES:
-                with contextlib.suppress(ImportError):  # an optional frontend may be absent
-                    importlib.import_module(name)
-
-        thread = threading.Thread(target=load, name="frontend-warm-up", daemon=True)
-        thread.start()
-        return thread
 
     def create(self, filename: str, data: bytes,
                shapes: dict[str, list[int]] | None = None) -> Session:
         """A session for uploaded bytes; `filename` is the client's name, used for display
         and the format hint only (the file is stored under a server-chosen name)."""
         display = PurePath(filename.replace("\\", "/")).name or "model"
-        fmt = format_for(display)
+        format_for(display)
         if not data:
             raise bad_request("empty_file", f"{display}: the file is empty")
         sid = new_id()
         path = self.models_dir / f"{sid}{PurePath(display).suffix.lower()}"
         path.write_bytes(data)
         try:
-            imported = self._import(path, fmt, shapes, display)
+            session, graph, snapshot = self._probe(sid, display, path, shapes)
         except ApiError:
             path.unlink(missing_ok=True)
             raise
-        return self._register(sid, display, imported, path.name, shapes)
+        graph["input_shapes"] = shapes
+        self.store.add_session(session, graph, path.name)
+        self.store.set_session_snapshot(sid, snapshot)
+        return session
 
-    def _import(self, path: Path, fmt: str, shapes: dict[str, list[int]] | None,
+    def _probe(self, sid: str, display: str, path: Path, shapes: dict[str, list[int]] | None
+               ) -> tuple[Session, dict[str, Any], int]:
+        if not self.isolated:
+            return self.inspect(sid, display, path, shapes)
+        from explorer.runs.probe import PROBE_TIMEOUT, ProbeJob, probe_upload
+
+        probed = probe_upload(ProbeJob(sid, display, str(path), shapes, self.store.path,
+                                       str(self.models_dir), self.plugins),
+                              self.import_timeout or PROBE_TIMEOUT)
+        return probed.session, probed.graph, probed.snapshot
+
+    def inspect(self, sid: str, display: str, path: Path, shapes: dict[str, list[int]] | None
+                ) -> tuple[Session, dict[str, Any], int]:
+        """Import the stored file here: the session's description, its frontend graph and
+        the id of the stored snapshot of the imported module."""
+        imported = self._import(path, shapes, display)
+        text, table = compiler.print_snapshot(imported.mod)
+        snapshot = self.store.add_snapshot(session_snapshot_owner(sid), text, table)
+        self._remember(sid, imported)
+        return describe(sid, display, imported), dict(imported.graph), snapshot
+
+    def _import(self, path: Path, shapes: dict[str, list[int]] | None,
                 display: str) -> Imported:
         try:
-            imported = engine_bridge.load_model(path, fmt, shapes)
+            imported = compiler.load_model(path, shapes)
         except (ImportError, MemoryError, RecursionError):
             raise
         except Exception as exc:  # mapped by class at the boundary; see IMPORT_ERRORS
             raise import_error(exc, display, path) from exc
-        for p in engine_bridge.main_function(imported.mod).params:
-            ty = p.type_annotation
-            if isinstance(ty, TensorType) and ty.is_static:
-                _check_elements(p.name_hint, list(ty.concrete_shape))
+        for name, ty in compiler.model_inputs(imported.mod, {}):
+            dims = compiler.static_shape(ty)
+            if dims is not None:
+                _check_elements(name, dims)
         return imported
-
-    def _register(self, sid: str, name: str, imported: Imported, model_file: str,
-                  shapes: dict[str, list[int]] | None) -> Session:
-        session = describe(sid, name, imported)
-        graph = dict(imported.graph)
-        graph["input_shapes"] = shapes
-        self.store.add_session(session, graph, model_file)
-        self._snapshot_initial(sid, imported)
-        self._remember(sid, imported)
-        return session
-
-    def _snapshot_initial(self, sid: str, imported: Imported) -> None:
-        """Print the imported module once, now: every run of the session starts from this
-        snapshot (its run_started goes out before the run imports the model again)."""
-        text, table = print_snapshot(imported.mod)
-        snapshot = self.store.add_snapshot(session_snapshot_owner(sid), text, table)
-        self.store.set_session_snapshot(sid, snapshot)
 
     def imported(self, sid: str) -> Imported:
         """The session's imported module (re-imported from its stored file after a restart)."""
@@ -220,8 +217,7 @@ class SessionService:
         if model_file is None:
             raise ApiError(409, "no_model", f"session {sid!r} has no model file (imported run)")
         shapes = self.store.session_graph(sid).get("input_shapes")
-        fmt = format_for(session["name"]) if session["format"] != "relay" else "relay"
-        imported = self._import(self.models_dir / model_file, fmt, shapes, session["name"])
+        imported = self._import(self.models_dir / model_file, shapes, session["name"])
         self._remember(sid, imported)
         return imported
 

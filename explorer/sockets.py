@@ -7,7 +7,7 @@ from typing import Any
 from flask import request
 from flask_socketio import Namespace, join_room, leave_room
 
-from explorer import run_room, services
+from explorer.extensions import run_room, services
 from explorer.protocol import NAMESPACE, RUN_EVENT, ApiError, RunEvent, RunOptions, bad_request
 
 Ack = dict[str, Any]

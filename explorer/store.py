@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from engine.relay.printer_table import SourceMapTable
+from explorer.compiler import SourceMapTable
 from explorer.protocol import RunEvent, RunSummary, Session, not_found
 
 SourceMapLike = SourceMapTable | list[dict[str, Any]]

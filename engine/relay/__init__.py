@@ -45,9 +45,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SIBuilder": ("engine.relay.si_builder", "SIBuilder"),
     "create_executor": ("engine.relay.interpreter", "create_executor"),
     "interpreter": ("engine.relay.interpreter", None),
-    "build": ("engine.relay.build_module", "build"),
-    "optimize": ("engine.relay.build_module", "optimize"),
-    "build_module": ("engine.relay.build_module", None),
+    "build": ("engine.relay.backend.build_module", "build"),
+    "optimize": ("engine.relay.backend.build_module", "optimize"),
+    "build_module": ("engine.relay.backend.build_module", None),
     "testing": ("engine.relay.testing", None),
 }
 

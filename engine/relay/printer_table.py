@@ -59,6 +59,10 @@ def _first_use_order(indices: np.ndarray) -> np.ndarray:
     return values[np.argsort(first, kind="stable")]
 
 
+COVERED_KINDS = frozenset({"call", "tuple", "tuple_getitem", "let", "if", "constant"})
+"""The printed kinds span coverage counts: computing expressions (not vars, ops, names)."""
+
+
 class SourceMapTable:
     """A source map as an int64 row table plus its string tables (see module docstring)."""
 
@@ -176,6 +180,19 @@ class SourceMapTable:
 
     def node_ids(self) -> np.ndarray:
         return self.rows[:, NODE]
+
+    def span_coverage(self, covered: frozenset[str] = COVERED_KINDS) -> tuple[float, int]:
+        """(fraction of printed computing expressions carrying a span, their number): each
+        node counted once however often it is printed, uses (refs) not counted."""
+        rows = self.rows
+        is_covered = np.array([n in covered for n in self.names] + [False])
+        has_span = np.array([bool(s) for s in self.span_sets] + [False])
+        defs = rows[rows[:, REF] == 0]
+        defs = defs[is_covered[defs[:, KIND]]]
+        _, first = np.unique(defs[:, NODE], return_index=True)
+        total = int(first.size)
+        spanned = int(has_span[defs[first, SPANS]].sum())
+        return (spanned / total if total else 1.0), total
 
     # --- bytes ------------------------------------------------------------------------------
     def columns_bytes(self) -> bytes:

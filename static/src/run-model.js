@@ -13,7 +13,7 @@ export class RunModel {
     this.queue = null;
     /** @type {Map<number, object>} pass_index -> pass row */
     this.passes = new Map();
-    this.build = null; // null | "running" | {num_nodes} | {failed, message} | {cancelled}
+    this.build = null; // null | "running" | {num_kernels} | {failed, message} | {cancelled}
     this.summary = null;
     this.failure = null; // {pass, message, code}
   }
@@ -120,7 +120,7 @@ const REDUCERS = {
     m.build = "running";
   },
   [EV.BUILD_FINISHED]: (m, d) => {
-    m.build = { num_nodes: d.num_nodes ?? 0 };
+    m.build = { num_kernels: d.num_kernels ?? 0 };
   },
   [EV.RUN_FINISHED]: (m, d) => {
     m.summary = d.summary ?? null;

@@ -2,7 +2,7 @@
 small ONNX models built with onnx.helper, and the pipeline gate's run plugin.
 
 Runs execute in worker processes: the test server names this module in RUN_PLUGINS, so
-each worker imports it, registering the gate's passes, and calls `wrap_pipeline`, which
+each worker imports it, registering the gate's passes, and calls `wrap_passes`, which
 reads the gate's state from ProcessFlags the tests set (see conftest.PipelineGate)."""
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from engine import transform
-from explorer import engine_bridge
 from explorer.testing import ProcessFlag
 
 TERMINAL = {"run_finished", "run_failed", "run_cancelled"}
@@ -42,16 +41,15 @@ def failing_pass(mod: Any, ctx: Any) -> Any:
     raise ValueError("deliberate failure of the browser tests' pass")
 
 
-def wrap_pipeline(pipeline: Any, options: Any) -> Any:
-    """The run plugin hook: the gate's passes around every run's pipeline while armed."""
+def wrap_passes(passes: list[Any], options: Any) -> list[Any]:
+    """The run plugin hook: the gate's passes around every run's passes while armed."""
     if GATE_ARMED.is_set():
         # InferType first, so passes have finished while the gate holds the run open
         # (whatever the later engine passes do).
-        head = [engine_bridge.get_pass("InferType")]
-        return transform.Sequential([*head, gate_pass, pipeline], opt_level=0, name="gated")
+        return [transform.get_pass("InferType"), gate_pass, *passes]
     if GATE_FAILING.is_set():
-        return transform.Sequential([pipeline, failing_pass], opt_level=0, name="gated")
-    return pipeline
+        return [*passes, failing_pass]
+    return passes
 
 
 def api_get(base: str, path: str) -> Any:

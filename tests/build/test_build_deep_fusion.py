@@ -6,9 +6,9 @@ import numpy as np
 
 import engine as tvm
 from engine import relay
-from engine.relay.build_module import check_numerics
+from engine.relay.backend.build_module import check_numerics
+from engine.relay.backend.te_compiler import _step_groups
 from engine.relay.strategy.schedules import MAX_INLINE_CHAIN
-from engine.relay.te_compiler import _step_groups
 
 
 def build(body: relay.Expr, params: list[relay.Var]) -> tvm.relay.build_module.GraphExecutorFactoryModule:

@@ -7,7 +7,7 @@ import pytest
 
 import engine as tvm
 from engine import relay
-from engine.relay.build_module import check_numerics
+from engine.relay.backend.build_module import check_numerics
 from engine.target import Target, TargetError
 
 

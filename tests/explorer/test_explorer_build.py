@@ -1,10 +1,10 @@
-"""explorer.build: the schedules artifact of a build, one entry per fused node."""
+"""explorer.runs.schedules: the schedules artifact of a build, one entry per kernel node."""
 
 from __future__ import annotations
 
 import engine as tvm
 from engine import relay
-from explorer.build import TEDD_VIEWS, build_schedules
+from explorer.runs.schedules import TEDD_VIEWS, schedules_of
 
 
 def test_build_schedules_gives_every_step_of_every_node() -> None:
@@ -13,7 +13,7 @@ def test_build_schedules_gives_every_step_of_every_node() -> None:
     y = relay.nn.relu(relay.nn.conv2d(x, w, padding=(1, 1)))
     y = relay.nn.max_pool2d(y, (2, 2), (2, 2))
     mod = tvm.IRModule.from_expr(relay.Function([x, w], y))
-    nodes = build_schedules(mod)
+    nodes = schedules_of(relay.build(mod, target="llvm"))
     assert [n["ops"] for n in nodes] == [["nn.conv2d", "nn.relu"], ["nn.max_pool2d"]]
     for node in nodes:
         steps = node["steps"]

@@ -12,7 +12,7 @@ from explorer_helpers import MODEL_TEXT, _rebuild
 from engine.relay.parser import parse
 from engine.transform import PassContext, Sequential, get_pass
 from explorer.protocol import ApiError, RunOptions, empty_summary
-from explorer.recording import RecordingInstrument, SnapshotRecorder
+from explorer.runs.recording import RecordingInstrument, SnapshotRecorder
 from explorer.store import Store
 
 
@@ -164,11 +164,3 @@ def test_non_protocol_dicts_are_kept_as_given():
     assert store.snapshot(sid)["source_map"] == odd
 
 
-def test_recorded_coverage_matches_the_engine_bridge_count():
-    from explorer import engine_bridge
-    from explorer.recording import print_snapshot, table_coverage
-
-    mod = parse(MODEL_TEXT)
-    assert table_coverage(print_snapshot(mod)[1]) == engine_bridge.span_coverage(mod)
-    rebuilt = _rebuild(mod, None)
-    assert table_coverage(print_snapshot(rebuilt)[1]) == engine_bridge.span_coverage(rebuilt)

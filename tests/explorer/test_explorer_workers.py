@@ -175,12 +175,10 @@ def test_a_queued_run_is_cancelled_before_it_starts(data_dir, gate):
 def test_a_plugin_pipeline_hook_changes_every_run(data_dir, tmp_path, monkeypatch):
     plugin = tmp_path / "explorer_test_hook_plugin.py"
     plugin.write_text(
-        "from engine.transform import Sequential\n"
         "import explorer_helpers  # registers the test passes\n"
         "from engine.transform import get_pass\n"
-        "def wrap_pipeline(pipeline, options):\n"
-        "    return Sequential([pipeline, get_pass('ExplorerTestRebuild')], opt_level=0,\n"
-        "                      name='hooked')\n")
+        "def wrap_passes(passes, options):\n"
+        "    return [*passes, get_pass('ExplorerTestRebuild')]\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     app = create_app({"TESTING": True, "DATA_DIR": str(data_dir),
                       "RUN_PLUGINS": "explorer_test_hook_plugin"})
@@ -191,5 +189,5 @@ def test_a_plugin_pipeline_hook_changes_every_run(data_dir, tmp_path, monkeypatc
     finally:
         app.extensions["explorer"].runs.shutdown()
     names = [e["data"]["name"] for e in events if e["type"] == "pass_finished"]
-    assert names == ["ExplorerTestNoop", "explicit", "ExplorerTestRebuild", "hooked"]
+    assert names == ["ExplorerTestNoop", "explicit", "ExplorerTestRebuild"]
     assert events[-1]["type"] == "run_finished"

@@ -59,6 +59,7 @@ def test_no_route_parameter_opens_a_client_path(client: Any, secret: Path, audit
 def test_upload_file_names_never_choose_the_stored_path(client: Any, data_dir: Path,
                                                         secret: Path) -> None:
     data = mlp_model().SerializeToString()
+    client.get("/api/sessions")  # the services (and the data folder) start on first use
     before = sorted(p.name for p in data_dir.parent.iterdir())
     for name in ("../../evil.onnx", "..\\..\\evil.onnx", "/etc/evil.onnx", "../secret.txt.onnx",
                  "models/../../evil.onnx", "evil.onnx\x00.txt"):

@@ -111,6 +111,15 @@ def bind_params_by_name(func: Function, params: Mapping[str, Any]) -> Function:
     return result
 
 
+def bind_params(mod: IRModule, params: Mapping[str, Any] | None) -> IRModule:
+    """`mod` with `params` bound into @main by name (the same module when there are none)."""
+    if not params:
+        return mod
+    mod = mod.shallow_copy()
+    mod["main"] = bind_params_by_name(mod["main"], params)
+    return mod
+
+
 def _as_array(value: Any) -> np.ndarray:
     numpy = getattr(value, "numpy", None)
     return np.asarray(numpy() if callable(numpy) else value)
@@ -119,13 +128,11 @@ def _as_array(value: Any) -> np.ndarray:
 def optimize(mod: IRModule, target: Any = "llvm", params: Mapping[str, Any] | None = None,
              ) -> tuple[IRModule, dict[str, Any]]:
     """Bind `params` into @main and run the standard pipeline under the current context."""
-    if params:
-        mod = mod.shallow_copy()
-        mod["main"] = bind_params_by_name(mod["main"], params)
+    mod = bind_params(mod, params)
     ctx = PassContext.current()
     mod = standard_pipeline(ctx.opt_level, str(target or "llvm"))(mod)
     return mod, dict(params or {})
 
 
-__all__ = ["Step", "bind_params_by_name", "optimize", "pipeline_steps", "skip_int32_cast",
+__all__ = ["Step", "bind_params", "bind_params_by_name", "optimize", "pipeline_steps", "skip_int32_cast",
            "standard_pipeline"]

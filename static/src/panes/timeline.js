@@ -199,7 +199,7 @@ function buildState(b, model) {
   if (b === "running") return { key: "running", marker: "running", text: "building…" };
   if (b?.failed) return { key: "failed", marker: "failed", text: `failed: ${b.message}` };
   if (b?.cancelled) return { key: "stopped", marker: "stopped", text: "cancelled" };
-  if (b) return { key: "done", marker: "changed", text: `${b.num_nodes} kernels · schedules ▸` };
+  if (b) return { key: "done", marker: "changed", text: `${b.num_kernels} kernels · schedules ▸` };
   return { key: "pending", marker: "unchanged", text: model.finished ? "not run" : "after the passes" };
 }
 

@@ -17,8 +17,8 @@ milliseconds and the threaded server itself is never forked. A child:
 
 Plugins are module names from the server's configuration, never from a
 client. Importing one may register passes (`engine.transform.register_pass`)
-and may define `wrap_pipeline(pipeline, options) -> Pass` to change the
-pipeline of every run (tests insert gated or failing passes this way).
+and may define `wrap_passes(passes, options) -> list[Pass]` to change the
+top-level passes of every run (tests insert gated or failing passes this way).
 
 As with any fork-server child, a worker imports the server's `__main__` module
 (as `__mp_main__`): a script that creates the app must do so under
@@ -41,14 +41,14 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from explorer.execution import Execution, Outcome, PipelineHook, tune_gc_for_compilation
+from explorer.compiler import ENGINE_MODULES
 from explorer.protocol import RunOptions
+from explorer.runs.execution import Execution, Outcome, PassesHook, tune_gc_for_compilation
 
 START_METHOD = "forkserver"
-PRELOAD = ("explorer.worker", "explorer.numerics", "explorer.build", "engine.relay.transform",
-           "engine.relay.frontend", "engine.relay.parser", "engine.relay.printer",
-           "engine.relay.interpreter", "engine.relay.build_module", "numpy")
-PIPELINE_HOOK = "wrap_pipeline"
+PRELOAD = ("explorer.runs.worker", "explorer.runs.probe", "explorer.runs.schedules",
+           *ENGINE_MODULES, "numpy")
+PASSES_HOOK = "wrap_passes"
 EXIT_PARENT_GONE = 70
 _PR_SET_PDEATHSIG = 1
 
@@ -64,15 +64,14 @@ class Job:
     models_dir: str
     plugins: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
-    announced: int | None = None  # the run's initial snapshot, when run_started is out
 
 
-def load_plugins(names: Iterable[str]) -> list[PipelineHook]:
+def load_plugins(names: Iterable[str]) -> list[PassesHook]:
     """Import each plugin module; the pipeline hooks they define, in order."""
     hooks = []
     for name in names:
         module = importlib.import_module(name)
-        hook = getattr(module, PIPELINE_HOOK, None)
+        hook = getattr(module, PASSES_HOOK, None)
         if callable(hook):
             hooks.append(hook)
     return hooks
@@ -81,7 +80,7 @@ def load_plugins(names: Iterable[str]) -> list[PipelineHook]:
 # --- the child ------------------------------------------------------------------------------
 def worker_main(job: Job, conn: Connection) -> None:
     """Entry point of a run's child process."""
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tune_gc_for_compilation()
     if job.env:
@@ -113,7 +112,7 @@ def _execute(job: Job, store: Any, sessions: Any, conn: Connection,
     hooks = load_plugins(job.plugins)
     options = RunOptions.from_json(job.options)
     return Execution(store, sessions, publish, job.run_id, job.session_id, options, cancel,
-                     hooks, announced=job.announced).execute()
+                     hooks).execute()
 
 
 def _send(conn: Connection, message: tuple[Any, ...]) -> None:
@@ -133,7 +132,7 @@ def _listen(conn: Connection, cancel: threading.Event) -> None:
             cancel.set()
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent (the fork server) exits."""
     parent = os.getppid()
     try:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import te
+import engine.te as te
 from engine.ir.errors import EngineError
 from engine.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from engine.ir.op import Op
@@ -31,6 +31,7 @@ from engine.relay.expr_functor import post_order_visit
 from engine.relay.strategy.base import OpStrategy, get_strategy, out_types, static_shape
 from engine.relay.strategy.extern import extern_strategy
 from engine.relay.strategy.schedules import INJECTIVE_SCHEDULES
+from engine.target import target_kind
 from engine.te import Schedule, Tensor
 from engine.tir.stmt import PrimFuncModule
 
@@ -291,9 +292,7 @@ def lower_primitive(func: Function, target: str = "llvm", name: str = "fused") -
 
 
 def _kind(target: Any) -> str:
-    from engine.relay.strategy.base import normalize_target
-
-    return normalize_target(target)
+    return target_kind(target)
 
 
 def _distinct_outputs(outs: list[Tensor]) -> list[Tensor]:

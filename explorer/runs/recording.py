@@ -16,7 +16,6 @@ table instead of walking the module again.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections import OrderedDict
@@ -24,13 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from engine.instrument import PassInstrument
-from engine.ir import IRModule
-from engine.relay.printer import print_ir
-from engine.relay.printer_table import KIND, NODE, REF, SPANS, SourceMapTable
-from explorer.node_ids import adopt_node_ids, id_pairs
+from explorer.compiler import IRModule, PassInstrument, SourceMapTable, print_snapshot
+from explorer.compiler import span_coverage as table_coverage
 from explorer.protocol import PASS_FAILED, PASS_FINISHED, PASS_STARTED
 
 Publish = Callable[[str, dict[str, Any]], None]
@@ -50,30 +44,6 @@ class Snapshot:
     printed: bool
 
 
-# Computing expressions, as engine_bridge.span_coverage counts them (not params, ops, names).
-COVERED_KINDS = frozenset({"call", "tuple", "tuple_getitem", "let", "if", "constant"})
-
-
-def print_snapshot(mod: IRModule) -> tuple[str, SourceMapTable]:
-    """The module's Relay text (with types) and its source map as a column table."""
-    result = print_ir(mod, show_types=True)
-    return result.text, result.source_map_table()
-
-
-def table_coverage(table: SourceMapTable) -> tuple[float, int]:
-    """(fraction of printed computing expressions carrying a span, their number): each
-    node counted once, however often it is printed."""
-    rows = table.rows
-    covered = np.array([n in COVERED_KINDS for n in table.names] + [False])
-    has_span = np.array([bool(s) for s in table.span_sets] + [False])
-    defs = rows[rows[:, REF] == 0]
-    defs = defs[covered[defs[:, KIND]]]
-    _, first = np.unique(defs[:, NODE], return_index=True)
-    total = int(first.size)
-    spanned = int(has_span[defs[first, SPANS]].sum())
-    return (spanned / total if total else 1.0), total
-
-
 def module_key(mod: IRModule) -> ModuleKey:
     """Identity of a module state: each function object, and whether it is typed yet
     (InferType may fill types in place, which changes the printed text)."""
@@ -90,30 +60,6 @@ class SnapshotRecorder:
         self._keep = keep
         self.print_ms = 0.0
         self.num_printed = 0
-
-    def adopt(self, mod: IRModule, snapshot_id: int) -> Snapshot:
-        """Take `snapshot_id` (stored elsewhere, from another import of the same model) as
-        the snapshot of `mod`: when `mod` prints to the same text, its nodes take the
-        snapshot's node ids and `mod` is recorded as that snapshot; otherwise `mod` is
-        recorded as a new one."""
-        start = time.perf_counter()
-        text, table = print_snapshot(mod)
-        theirs = self._same_text(snapshot_id, text)
-        mapping = id_pairs(table, theirs) if theirs is not None else None
-        if mapping is None:
-            return self._store(mod, module_key(mod), text, table, start)
-        adopt_node_ids(mod, mapping)
-        coverage, num_nodes = table_coverage(table)
-        self.print_ms += (time.perf_counter() - start) * 1e3
-        snap = Snapshot(snapshot_id, module_key(mod), coverage, num_nodes, printed=False)
-        self._remember(snap, mod)
-        return snap
-
-    def _same_text(self, snapshot_id: int, text: str) -> SourceMapTable | None:
-        digest = hashlib.sha256(text.encode()).hexdigest()
-        if self.store.snapshot_text_hash(snapshot_id) != digest:
-            return None
-        return self.store.snapshot_source_map_table(snapshot_id)
 
     def record(self, mod: IRModule) -> Snapshot:
         key = module_key(mod)
@@ -153,6 +99,7 @@ class _Frame:
     started: float = 0.0
     overhead_at_start: float = 0.0
     numerics_before: Any = None
+    leaf: bool = True  # no pass ran nested in this one
 
 
 @dataclass(slots=True)
@@ -164,6 +111,7 @@ class PassRecord:
     depth: int
     parent: int | None
     changed: bool
+    leaf: bool
     elapsed_ms: float
     numerics: dict[str, Any] | None
     after: int
@@ -213,6 +161,8 @@ class RecordingInstrument(PassInstrument):
                        parent, self.recorder.record(mod))
         self._next_index += 1
         self.state.last_snapshot = frame.before
+        if self._stack:
+            self._stack[-1].leaf = False
         self.publish(PASS_STARTED, {"pass_index": frame.index, "name": frame.name,
                                     "opt_level": frame.opt_level, "depth": frame.depth,
                                     "parent_index": frame.parent})
@@ -234,12 +184,13 @@ class RecordingInstrument(PassInstrument):
         if numerics is not None and not numerics["ok"] and self.state.first_break is None:
             self.state.first_break = (frame.name, mod)
         self.state.last_snapshot = after
-        self.state.records.append(PassRecord(frame.index, frame.name, frame.depth, frame.parent, changed,
-                                             elapsed * 1e3, numerics, after.id))
+        self.state.records.append(PassRecord(frame.index, frame.name, frame.depth, frame.parent,
+                                             changed, frame.leaf, elapsed * 1e3, numerics,
+                                             after.id))
         self.publish(PASS_FINISHED, {
             "pass_index": frame.index, "name": frame.name, "opt_level": frame.opt_level,
             "depth": frame.depth, "parent_index": frame.parent, "before": frame.before.id,
-            "after": after.id, "changed": changed, "elapsed_ms": round(elapsed * 1e3, 4),
+            "after": after.id, "changed": changed, "leaf": frame.leaf, "elapsed_ms": round(elapsed * 1e3, 4),
             "span_coverage": round(after.coverage, 6),
             "stats": {"nodes": after.num_nodes,
                       "nodes_delta": after.num_nodes - frame.before.num_nodes},

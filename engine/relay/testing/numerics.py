@@ -1,4 +1,4 @@
-"""Numerics check of a run: every snapshot computes what the imported model computes.
+"""Numerics of a pipeline: every snapshot computes what the imported model computes.
 
 Inputs are seeded random tensors per model input (integers in [0, INT_HIGH) so
 token ids and masks stay in range). The reference is the imported module's
@@ -17,7 +17,6 @@ first one is where the drift starts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -25,8 +24,8 @@ import numpy as np
 from engine.ir import IRModule
 from engine.ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from engine.ir.type import TensorType
-from engine.relay.expr_functor import post_order
-from explorer import engine_bridge
+from engine.relay.analysis.dataflow import dataflow_post_order
+from engine.relay.interpreter import evaluate
 
 RTOL = 1e-3
 ATOL = 1e-4
@@ -39,7 +38,7 @@ def make_inputs(mod: IRModule, params: dict[str, Any], seed: int = 0) -> dict[st
     """Seeded random inputs for every parameter of main that is not a weight."""
     rng = np.random.default_rng(seed)
     inputs: dict[str, np.ndarray] = {}
-    for var in engine_bridge.main_function(mod).params:
+    for var in mod["main"].params:
         if var.name_hint in params:
             continue
         ty = var.type_annotation if var.type_annotation is not None else _checked(var)
@@ -95,11 +94,11 @@ class NumericsChecker:
         self.reference = reference
         self.inputs = {**make_inputs(reference, params, seed),
                        **{k: _array(v) for k, v in params.items()}}
-        self.ref_outputs = flatten_outputs(engine_bridge.evaluate(reference, self.inputs))
+        self.ref_outputs = flatten_outputs(evaluate(reference, self.inputs))
 
     def __call__(self, mod: IRModule) -> dict[str, Any]:
         try:
-            outs = flatten_outputs(engine_bridge.evaluate(mod, self.inputs))
+            outs = flatten_outputs(evaluate(mod, self.inputs))
         except Exception as exc:  # an unevaluable snapshot is a numerics failure, reported
             return {"max_abs_err": None, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
         err, ok = max_abs_error(outs, self.ref_outputs)
@@ -116,21 +115,10 @@ def _array(value: Any) -> np.ndarray:
 def main_dataflow(func: Function) -> list[Expr] | None:
     """Dataflow nodes of a function body in post-order, not entering nested functions;
     None when the body binds variables (let/if), where expressions cannot be tapped."""
-    order = post_order(func.body, _dataflow_kids)
+    order = dataflow_post_order(func.body)
     if any(isinstance(node, Let | If) for node in order):
         return None
     return [node for node in order if isinstance(node, _DATAFLOW)]
-
-
-def _dataflow_kids(node: Expr) -> Sequence[Expr]:
-    """Operands of a dataflow node (a let/if is a leaf here: main_dataflow rejects it)."""
-    if isinstance(node, Call):
-        return node.args
-    if isinstance(node, Tuple):
-        return node.fields
-    if isinstance(node, TupleGetItem):
-        return (node.tuple_value,)
-    return ()
 
 
 def reference_taps(order: list[Expr]) -> dict[str, Expr]:
@@ -153,17 +141,17 @@ def transformed_taps(order: list[Expr], rank: dict[str, int]) -> dict[str, Expr]
 
 
 def _tap_values(mod: IRModule, exprs: list[Expr], inputs: dict[str, Any]) -> list[Any]:
-    main = engine_bridge.main_function(mod)
+    main = mod["main"]
     tapped = Function(main.params, Tuple((main.body, *exprs)), attrs=main.attrs)
     probe = mod.shallow_copy()
     probe["main"] = tapped
-    values = engine_bridge.evaluate(probe, inputs)
+    values = evaluate(probe, inputs)
     return list(values)[1:]
 
 
 def drifted_layers(reference: IRModule, broken: IRModule, inputs: dict[str, Any]) -> list[str]:
-    ref_order = main_dataflow(engine_bridge.main_function(reference))
-    new_order = main_dataflow(engine_bridge.main_function(broken))
+    ref_order = main_dataflow(reference["main"])
+    new_order = main_dataflow(broken["main"])
     if not ref_order or not new_order:
         return []
     ref_taps = reference_taps(ref_order)

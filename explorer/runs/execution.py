@@ -1,12 +1,16 @@
 """One execution of a pipeline run, wherever it happens (a worker process or the CLI).
 
-`Execution.execute()` imports the session's model from its stored file, runs
-the pipeline under a PassContext whose instruments include the
-RecordingInstrument, then `relay.build` under a PassContext with the same
-options, and returns an `Outcome`: the run's status, summary and terminal
-event. It publishes every other event itself (through `publish`); the caller
-decides when and how the terminal event is published (`finish_run`), so a
-supervising server can overrule it (a cancel that raced the last pass).
+`Execution.execute()` imports the session's model from its stored file (in a
+worker, the only place a server ever parses an uploaded file), records the
+imported module as the run's initial snapshot and publishes `run_started`
+with it and the exact pass plan, then applies the passes of `relay.build` (or
+`relay.optimize`, or the user's explicit list) under a PassContext whose
+instruments include the RecordingInstrument, and, when building, generates
+the graph and stores the kernels of that same final module. It returns an
+`Outcome`: the run's status, summary and terminal event. It publishes every
+other event itself (through `publish`); the caller decides when and how the
+terminal event is published (`finish_run`), so a supervising server can
+overrule it (a cancel that raced the last pass).
 """
 
 from __future__ import annotations
@@ -18,13 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.instrument import PassInstrument
-from engine.ir import IRModule
-from explorer import engine_bridge
-from explorer.build import build_schedules
+from explorer import compiler
+from explorer.compiler import Compiled, IRModule, NumericsChecker, PassContext
 from explorer.hub import EventHub
-from explorer.numerics import NumericsChecker
-from explorer.planning import count_planned
 from explorer.protocol import (
     BUILD_FINISHED,
     BUILD_STARTED,
@@ -36,11 +36,12 @@ from explorer.protocol import (
     RunOptions,
     RunSummary,
 )
-from explorer.recording import RecordingInstrument, RunCancelled, SnapshotRecorder
+from explorer.runs.recording import RecordingInstrument, RunCancelled, SnapshotRecorder
+from explorer.runs.schedules import schedules_of
 from explorer.sessions import SessionService
 
 Publish = Callable[[str, dict[str, Any]], None]
-PipelineHook = Callable[[Any, RunOptions], Any]
+PassesHook = Callable[[list[Any], RunOptions], list[Any]]
 
 TERMINAL_TYPES = {"finished": RUN_FINISHED, "failed": RUN_FAILED, "cancelled": RUN_CANCELLED}
 
@@ -107,47 +108,19 @@ def was_cancelled(exc: BaseException) -> bool:
     return isinstance(exc, RunCancelled) or isinstance(root_cause(exc), RunCancelled)
 
 
-def build_pipeline(options: RunOptions, hooks: Sequence[PipelineHook] = ()) -> Any:
-    """The pass a run executes: the standard or explicit pipeline, through the plugins'
-    hooks."""
-    pipeline = engine_bridge.build_pipeline(options.opt_level, options.passes)
+def run_context(options: RunOptions, instruments: list[Any]) -> PassContext:
+    """The PassContext of a run: its options and the instruments."""
+    return compiler.pass_context(options.opt_level, options.required_pass,
+                                 options.disabled_pass, instruments)
+
+
+def run_passes(options: RunOptions, ctx: PassContext, hooks: Sequence[PassesHook] = ()
+               ) -> list[Any]:
+    """The top-level passes a run applies: the engine's, through the plugins' hooks."""
+    passes = compiler.run_passes(options.passes, options.build, ctx)
     for hook in hooks:
-        pipeline = hook(pipeline, options)
-    return pipeline
-
-
-def run_context(options: RunOptions, instruments: list[Any]) -> Any:
-    """The PassContext of a run's pipeline and build."""
-    return engine_bridge.pass_context(options.opt_level, options.required_pass,
-                                      options.disabled_pass, instruments)
-
-
-def started_data(options: RunOptions, initial: int, pipeline: Any) -> dict[str, Any]:
-    """run_started's data: the options, the initial snapshot and the exact pass plan."""
-    return {"options": options.to_json(), "initial_snapshot": initial,
-            "num_passes_planned": count_planned(pipeline, run_context(options, []))}
-
-
-def announce_start(store: Any, publish: Publish, run_id: str, session_snapshot: int,
-                   options: RunOptions, hooks: Sequence[PipelineHook] = ()) -> int:
-    """Publish run_started with a copy of the session's upload snapshot as the run's
-    initial snapshot (before the model is imported again); returns its id."""
-    initial = store.copy_snapshot(session_snapshot, run_id)
-    publish(RUN_STARTED, started_data(options, initial, build_pipeline(options, hooks)))
-    return initial
-
-
-class CancelCheck(PassInstrument):
-    """Stops a pass sequence (the build's) at the next pass once the run is cancelled."""
-
-    def __init__(self, cancel: threading.Event) -> None:
-        super().__init__()
-        self.cancel = cancel
-
-    def should_run(self, mod: IRModule, info: Any) -> bool:
-        if self.cancel.is_set():
-            raise RunCancelled("the run was cancelled")
-        return True
+        passes = list(hook(passes, options))
+    return passes
 
 
 class Execution:
@@ -155,7 +128,7 @@ class Execution:
 
     def __init__(self, store: Any, sessions: SessionService, publish: Publish, run_id: str,
                  session_id: str, options: RunOptions, cancel: threading.Event | None = None,
-                 hooks: Sequence[PipelineHook] = (), announced: int | None = None) -> None:
+                 hooks: Sequence[PassesHook] = ()) -> None:
         self.store = store
         self.sessions = sessions
         self.publish = publish
@@ -165,19 +138,17 @@ class Execution:
         self.options = options
         self.cancel = cancel or threading.Event()
         self.hooks = tuple(hooks)
-        self.announced = announced  # the initial snapshot of a run_started already published
         self.started = time.perf_counter()
         self.instrument: RecordingInstrument | None = None
         self.checker: NumericsChecker | None = None
 
     def execute(self) -> Outcome:
         try:
-            mod = self._prepare()
-            final = self._pipeline(mod)
-            self._check_cancel()
-            if self.options.build:
-                self._build(final)
-                self._check_cancel()
+            imported = self.sessions.imported(self.session_id)
+            ctx, passes = self._start(imported.mod, imported.params)
+            compiled = compiler.compile_module(imported.mod, imported.params, passes,
+                                               self.options.build, ctx)
+            self._finish(compiled)
         except ApiError as err:
             return self._fail(None, err.message, err.code)
         except Exception as exc:  # any failure ends the run cleanly; the pass is named
@@ -190,49 +161,41 @@ class Execution:
         if self.cancel.is_set():
             raise RunCancelled("the run was cancelled")
 
-    def _prepare(self) -> IRModule:
-        imported = self.sessions.imported(self.session_id)
+    def _start(self, mod: IRModule, params: dict[str, Any]) -> tuple[PassContext, list[Any]]:
+        """Record the imported module, set up the instruments, publish run_started."""
         recorder = SnapshotRecorder(self.store, self.run_id)
-        if self.announced is not None:
-            recorder.adopt(imported.mod, self.announced)
-            initial = self.announced
-        else:
-            initial = recorder.record(imported.mod).id
+        initial = recorder.record(mod).id
         numerics_error = None
         if self.options.check_numerics:
             try:
-                self.checker = NumericsChecker(imported.mod, imported.params)
+                self.checker = NumericsChecker(mod, params)
             except Exception as exc:  # reported in run_started; the run goes on without it
                 numerics_error = f"{type(exc).__name__}: {exc}"
         self.instrument = RecordingInstrument(recorder, self.publish, self.cancel,
                                               self.checker)
-        self.pipeline = build_pipeline(self.options, self.hooks)
-        if self.announced is None:
-            data = started_data(self.options, initial, self.pipeline)
-            if numerics_error:
-                data["numerics_error"] = numerics_error
-            self.publish(RUN_STARTED, data)
+        ctx = run_context(self.options, [self.instrument])
+        passes = run_passes(self.options, ctx, self.hooks)
+        plan = compiler.plan(passes, ctx)
         self.summary["final_snapshot"] = initial
-        return imported.mod
+        self.publish(RUN_STARTED, {"options": self.options.to_json(),
+                                   "initial_snapshot": initial,
+                                   "num_passes_planned": len(plan), "plan": plan,
+                                   "numerics_error": numerics_error})
+        return ctx, passes
 
-    def _context(self, instruments: list[Any]) -> Any:
-        return run_context(self.options, instruments)
-
-    def _pipeline(self, mod: IRModule) -> IRModule:
+    def _finish(self, compiled: Compiled) -> None:
+        """Record the final module; when built, store the kernels of that same module."""
         assert self.instrument is not None
-        with self._context([self.instrument]):
-            final = self.pipeline(mod)
-        self.summary["final_snapshot"] = self.instrument.recorder.record(final).id
-        return final
-
-    def _build(self, mod: IRModule) -> None:
-        """relay.build under the run's options (opt level, disabled and required passes);
-        its own optimize passes are not recorded as pipeline passes."""
+        self._check_cancel()
+        self.summary["final_snapshot"] = self.instrument.recorder.record(compiled.mod).id
+        if compiled.lib is None:
+            return
         self.publish(BUILD_STARTED, {})
-        with self._context([CancelCheck(self.cancel)]):
-            nodes = build_schedules(mod)
+        nodes = schedules_of(compiled.lib)
         self.store.put_artifact(self.run_id, "schedules", nodes)
-        self.publish(BUILD_FINISHED, {"num_nodes": len(nodes)})
+        self.publish(BUILD_FINISHED, {"num_nodes": compiled.lib.build_module.num_nodes,
+                                      "num_kernels": len(nodes)})
+        self._check_cancel()
 
     def _failed_pass(self, exc: BaseException) -> Outcome:
         failed = self.instrument.state.failed if self.instrument else []
@@ -259,9 +222,7 @@ class Execution:
         s["total_ms"] = round((time.perf_counter() - self.started) * 1e3, 3)
         if self.instrument is None:
             return
-        records = self.instrument.state.records
-        parents = {r.parent for r in records}
-        leaves = [r for r in records if r.index not in parents]
+        leaves = [r for r in self.instrument.state.records if r.leaf]
         s["num_passes"] = len(leaves)
         s["num_changed"] = sum(r.changed for r in leaves)
         broken = self.instrument.state.first_break

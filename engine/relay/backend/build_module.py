@@ -7,8 +7,11 @@
     lib.build_module.get_node_steps(i)         # per snapshot: primitive, python, nest, TEDD
     m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
 
-Every Primitive function is lowered to one TE schedule whose `spans` are the
-fused function's; the record (`te.keep_schedule_record`) is kept per node.
+The build is passes all the way: `optimize` (the standard pipeline), FuseOps
+when the pipeline left ops unfused, then LowerTE, which lowers every Primitive
+function to one TE schedule (its record kept, its `spans` the fused
+function's) and calls it as a global kernel. Graph codegen reads the lowered
+module; `lib.ir_mod` is that module, the one an instrument saw last.
 """
 
 from __future__ import annotations
@@ -19,15 +22,21 @@ from typing import Any
 
 import numpy as np
 
-from engine.ir.expr import Call, Function
+from engine.ir.expr import Function
 from engine.ir.module import IRModule
-from engine.ir.op import Op
-from engine.relay.expr_functor import post_order_visit
-from engine.relay.graph_codegen import Graph, GraphBuilder
-from engine.relay.te_compiler import LoweredFunc, ScheduleStep, lower_primitive
-from engine.relay.transform.pipeline import bind_params_by_name, optimize
+from engine.relay.backend.graph_codegen import Graph, GraphBuilder
+from engine.relay.backend.lower_te import LowerTE, lowered_funcs
+from engine.relay.backend.te_compiler import LoweredFunc, ScheduleStep
+from engine.relay.transform.pipeline import (
+    bind_params,
+    bind_params_by_name,
+    optimize,
+    standard_pipeline,
+)
 from engine.runtime.ndarray import NDArray
+from engine.target import Target, target_kind
 from engine.te import Schedule
+from engine.transform import Pass, PassContext
 
 
 class BuildModule:
@@ -105,7 +114,7 @@ class GraphExecutorFactoryModule:
     def __getitem__(self, key: str) -> Any:
         if key != self.libmod_name:
             raise KeyError(f"no module {key!r} (this build is {self.libmod_name!r})")
-        from engine.contrib.graph_executor import GraphRuntime
+        from engine.relay.backend.graph_executor import GraphRuntime
 
         return lambda *devices: GraphRuntime(self.graph, devices[0] if devices else None)
 
@@ -114,78 +123,58 @@ class GraphExecutorFactoryModule:
         return iter((self.get_graph_json(), self.get_lib(), self.get_params()))
 
 
-def _needs_fusion(func: Function) -> bool:
-    found = []
-
-    def visit(expr: Any) -> None:
-        if isinstance(expr, Function) and expr.is_primitive():
-            return
-        if isinstance(expr, Call) and isinstance(expr.op, Op):
-            found.append(expr)
-    post_order_visit(func.body, visit)
-    # calls inside primitive functions are visited too: only count those outside them
-    inside: set[int] = set()
-
-    def mark(expr: Any) -> None:
-        if isinstance(expr, Function) and expr.is_primitive():
-            post_order_visit(expr.body, lambda e: inside.add(id(e)))
-    post_order_visit(func.body, mark)
-    return any(id(c) not in inside for c in found)
-
-
-def _ensure_fused(mod: IRModule) -> IRModule:
+def build_passes(target: str = "llvm", build: bool = True,
+                 ctx: PassContext | None = None) -> list[Pass]:
+    """The passes relay.build (or, with build=False, relay.optimize) applies in order under
+    `ctx` (default: the current context): the standard pipeline; then, to build, FuseOps at
+    level 0 (with InferType) when the context disables FuseOps, since graph codegen needs
+    every op inside a kernel; then LowerTE. A PassInstrument sees exactly these."""
     from engine.relay.transform import FuseOps, InferType
 
-    if not _needs_fusion(mod["main"]):
-        return mod
-    return InferType()(FuseOps(fuse_opt_level=0)(mod))
-
-
-def lower_graph(graph_main: Function, target: str) -> tuple[Graph, dict[str, LoweredFunc]]:
-    """Graph nodes of @main and the lowered kernel of every fused call."""
-    lowered: dict[str, LoweredFunc] = {}
-    by_func: dict[int, str] = {}
-    from engine.relay.transform.fuse_ops import fused_function_name
-
-    def kernel_name(func: Function) -> str:
-        known = by_func.get(id(func))
-        if known is not None:
-            return known
-        base = fused_function_name(func)
-        name, k = base, 0
-        while name in lowered:
-            k += 1
-            name = f"{base}_{k}"
-        lowered[name] = lower_primitive(func, target, name)
-        by_func[id(func)] = name
-        return name
-
-    graph = GraphBuilder(kernel_name).build(graph_main)
-    return graph, lowered
+    ctx = ctx or PassContext.current()
+    passes: list[Pass] = [standard_pipeline(ctx.opt_level, target)]
+    if not build:
+        return passes
+    fuse = FuseOps(fuse_opt_level=0)
+    if not ctx.pass_enabled(fuse.info):
+        passes += [fuse, InferType()]
+    return [*passes, LowerTE(target_kind(target))]
 
 
 def build(ir_mod: IRModule | Function, target: Any = "llvm", target_host: Any = None,
           executor: Any = None, runtime: Any = None, workspace_memory_pools: Any = None,
           constant_memory_pools: Any = None, params: Mapping[str, Any] | None = None,
           mod_name: str = "default") -> GraphExecutorFactoryModule:
-    """Optimize, fuse and lower `ir_mod` for `target`; the factory module of the result."""
-    from engine.relay.strategy.base import normalize_target
-    from engine.target import Target
-
+    """Optimize, fuse and lower `ir_mod` for `target` under the current PassContext; the
+    factory module of the result. Every stage is a pass, so a PassInstrument sees the
+    whole build: the standard pipeline, then LowerTE."""
     if isinstance(ir_mod, Function):
         ir_mod = IRModule.from_expr(ir_mod)
-    if isinstance(target, Mapping) and "kind" not in target:
-        target = next(iter(target.values()), "llvm")
-    if target is None:
-        target = Target.current() or "llvm"
-    target = Target(target)
-    kind = normalize_target(target)
-    mod, _ = optimize(ir_mod, str(target), params)  # under the caller's PassContext
-    mod = _ensure_fused(mod)
-    graph, lowered = lower_graph(mod["main"], kind)
-    factory = GraphExecutorFactoryModule(mod, graph, lowered, kind)
+    full = Target(_build_target(target))
+    mod = bind_params(ir_mod, params)
+    for stage in build_passes(str(full)):
+        mod = stage(mod)
+    return codegen(mod, full, mod_name)
+
+
+def codegen(mod: IRModule, target: Any = "llvm", mod_name: str = "default"
+            ) -> GraphExecutorFactoryModule:
+    """Graph JSON and params of a module LowerTE has lowered (TVM's GraphExecutorCodegen):
+    the last step of relay.build, not a pass (it does not change the module)."""
+    kind = target_kind(target)
+    graph = GraphBuilder(mod).build(mod["main"])
+    factory = GraphExecutorFactoryModule(mod, graph, lowered_funcs(mod), kind)
     factory.libmod_name = mod_name
     return factory
+
+
+def _build_target(target: Any) -> Any:
+    """TVM's forms: a target, a string, or {device: target}; None is the current one."""
+    if isinstance(target, Mapping) and "kind" not in target:
+        return next(iter(target.values()), "llvm")
+    if target is None:
+        return Target.current() or "llvm"
+    return target
 
 
 def check_numerics(factory: GraphExecutorFactoryModule, max_elements: int = 4096,
@@ -196,7 +185,7 @@ def check_numerics(factory: GraphExecutorFactoryModule, max_elements: int = 4096
     Returns kernel name -> "ok" / "skipped: ..." ; raises AssertionError on a mismatch.
     `snapshots=True` checks every snapshot of the record, not just the final schedule.
     """
-    from engine.relay.te_numerics import check_lowered
+    from engine.relay.backend.te_numerics import check_lowered
 
     rng = np.random.default_rng(seed)
     return {name: check_lowered(low, rng, max_elements, snapshots, rtol, atol)
@@ -204,4 +193,4 @@ def check_numerics(factory: GraphExecutorFactoryModule, max_elements: int = 4096
 
 
 __all__ = ["BuildModule", "GraphExecutorFactoryModule", "bind_params_by_name", "build",
-           "check_numerics", "lower_graph", "optimize"]
+           "build_passes", "check_numerics", "codegen", "optimize"]

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from explorer.execution import Outcome, announce_start, finish_run
 from explorer.protocol import (
     BUILD_FINISHED,
     BUILD_STARTED,
@@ -36,10 +35,11 @@ from explorer.protocol import (
     RunOptions,
     RunSummary,
 )
-from explorer.worker import Job, WorkerProcess, environment, exit_description
+from explorer.runs.execution import Outcome, finish_run
+from explorer.runs.worker import Job, WorkerProcess, environment, exit_description
 
 if TYPE_CHECKING:
-    from explorer.runner import RunManager
+    from explorer.runs.manager import RunManager
 
 WORKER_CRASHED = "worker_crashed"
 
@@ -47,7 +47,7 @@ WORKER_CRASHED = "worker_crashed"
 @dataclass(frozen=True, slots=True)
 class _Finished:
     index: int
-    parent: int | None
+    leaf: bool
     changed: bool
 
 
@@ -81,7 +81,7 @@ class RunTracker:
     def _pass_finished(self, data: dict[str, Any]) -> None:
         index = int(data["pass_index"])
         self.open.pop(index, None)
-        self.finished.append(_Finished(index, data.get("parent_index"), bool(data["changed"])))
+        self.finished.append(_Finished(index, bool(data["leaf"]), bool(data["changed"])))
         self.last_snapshot = data.get("after", self.last_snapshot)
 
     def _pass_failed(self, data: dict[str, Any]) -> None:
@@ -106,8 +106,7 @@ class RunTracker:
                 "pipeline": "between passes"}.get(self.phase, "after the pipeline")
 
     def fill(self, summary: RunSummary) -> None:
-        parents = {f.parent for f in self.finished}
-        leaves = [f for f in self.finished if f.index not in parents]
+        leaves = [f for f in self.finished if f.leaf]
         summary["num_passes"] = len(leaves)
         summary["num_changed"] = sum(f.changed for f in leaves)
         if self.last_snapshot is not None:
@@ -136,14 +135,13 @@ class RunSupervisor:
 
     # --- control (any thread) -----------------------------------------------------------
     def launch(self) -> None:
-        """Announce the run, then start the worker and the thread that supervises it."""
+        """Start the worker (it announces the run) and the thread that supervises it."""
         cfg = self.manager.config
         self.started = time.monotonic()
         try:
-            announced = self._announce()
             job = Job(self.run_id, self.session_id, self.options.to_json(),
                       self.manager.store.path, str(self.manager.sessions.models_dir),
-                      cfg.plugins, environment(), announced)
+                      cfg.plugins, environment())
             worker = WorkerProcess(job)
         except Exception as exc:  # no process: the run fails, the server goes on
             self.error = f"the run's worker could not start: {type(exc).__name__}: {exc}"
@@ -154,23 +152,6 @@ class RunSupervisor:
             if self._cancel_at is not None:
                 worker.request_cancel()
         self.manager.start_task(self._supervise)
-
-    def _announce(self) -> int | None:
-        """Publish run_started from the session's upload snapshot, so the client sees the
-        initial module before the worker has imported the model again; None (the worker
-        announces the run) without one, or when numerics are checked (run_started then
-        says whether the imported module can be evaluated)."""
-        store = self.manager.store
-        snapshot = store.session_snapshot(self.session_id)
-        if snapshot is None or self.options.check_numerics:
-            return None
-
-        def publish(etype: str, data: dict[str, Any]) -> None:
-            self.tracker.observe(self.manager.hub.publish(self.run_id, self.session_id,
-                                                          etype, data))
-
-        return announce_start(store, publish, self.run_id, snapshot, self.options,
-                              self.manager.hooks)
 
     def request_cancel(self, reason: str | None = None) -> bool:
         """Ask the run to stop; False when its end has already been decided."""

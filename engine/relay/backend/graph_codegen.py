@@ -1,8 +1,8 @@
-"""TVM's graph executor JSON from a fused @main (GraphExecutorCodegen).
+"""TVM's graph executor JSON from a lowered @main (GraphExecutorCodegen).
 
-Inputs of @main and the constants it passes to fused calls become "null"
-nodes (constants named p0, p1, ... and returned as params); every call of a
-Primitive function becomes a "tvm_op" node naming its kernel. Tuples only
+Reads the module LowerTE made: inputs of @main and the constants it passes
+to kernels become "null" nodes (constants named p0, p1, ... and returned as
+params); every call of a global kernel becomes a "tvm_op" node naming it. Tuples only
 group node entries; a TupleGetItem picks one. Storage ids are planned
 greedily: an intermediate's buffer is reused once its last reader has run.
 """
@@ -16,9 +16,20 @@ from typing import Any
 import numpy as np
 
 from engine.ir.errors import EngineError
-from engine.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from engine.ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from engine.ir.module import IRModule
 from engine.ir.type import TensorType
-from engine.relay.expr_functor import post_order
+from engine.relay.analysis.dataflow import dataflow_post_order
+from engine.relay.backend.lower_te import lowered_funcs
 from engine.relay.strategy.base import out_types, static_shape
 
 Entry = tuple[int, int, int]  # (node index, output index, version)
@@ -120,26 +131,12 @@ def _nbytes(ty: TensorType) -> int:
     return count * np.dtype(ty.dtype if ty.dtype != "bool" else "bool").itemsize
 
 
-def _children(expr: Expr) -> tuple[Expr, ...]:
-    if isinstance(expr, Call):
-        return tuple(expr.args)
-    if isinstance(expr, Tuple):
-        return tuple(expr.fields)
-    if isinstance(expr, TupleGetItem):
-        return (expr.tuple_value,)
-    return ()
-
-
-def dataflow_post_order(root: Expr) -> list[Expr]:
-    """@main's dataflow nodes, producers first, without entering function bodies."""
-    return post_order(root, _children)
-
-
 class GraphBuilder:
-    """Walks @main in post-order, emitting nodes; `names` gives each fused call's kernel."""
+    """Walks the lowered @main of `mod` in post-order, emitting nodes."""
 
-    def __init__(self, kernel_name: Callable[[Function], str]) -> None:
-        self.kernel_name = kernel_name
+    def __init__(self, mod: IRModule) -> None:
+        self.mod = mod
+        self.kernels = set(lowered_funcs(mod))
         self.nodes: list[GraphNode] = []
         self.entries: dict[Expr, list[Entry]] = {}
         self.params: dict[str, np.ndarray] = {}
@@ -185,16 +182,16 @@ class GraphBuilder:
         return [self.entries[item.tuple_value][item.index]]
 
     def _call(self, call: Call) -> list[Entry]:
-        func = call.op
-        if not isinstance(func, Function) or not func.is_primitive():
-            raise GraphCodegenError("graph codegen: @main may only call fused (Primitive) "
-                                    f"functions; found a call of {func}")
+        gv = call.op
+        if not isinstance(gv, GlobalVar) or gv.name_hint not in self.kernels:
+            raise GraphCodegenError("graph codegen: @main may only call kernels made by "
+                                    f"LowerTE; found a call of {gv}")
         inputs = [e for arg in call.args for e in self.entries[arg]]
         types = out_types(call.checked_type)
-        name = self.kernel_name(func)
+        name = gv.name_hint
         node = GraphNode("tvm_op", name, inputs, {
             "func_name": name, "flatten_data": "0", "num_inputs": str(len(inputs)),
-            "num_outputs": str(len(types))}, types, func)
+            "num_outputs": str(len(types))}, types, self.mod[gv])
         self.nodes.append(node)
         index = len(self.nodes) - 1
         return [(index, k, 0) for k in range(len(types))]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.relay.backend.te_compiler import LoweredFunc
 from engine.relay.interpreter import Interpreter
-from engine.relay.te_compiler import LoweredFunc
 from engine.te import Tensor
 from engine.tir.eval import run
 

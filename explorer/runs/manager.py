@@ -20,13 +20,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from explorer import engine_bridge
-from explorer.execution import Execution, finish_run
+from explorer import compiler
 from explorer.hub import EventHub
 from explorer.protocol import RUN_QUEUED, ApiError, RunOptions, bad_request, empty_summary
+from explorer.runs.execution import Execution, finish_run
+from explorer.runs.supervisor import RunSupervisor
+from explorer.runs.worker import load_plugins, plugin_names, warm_up
 from explorer.sessions import SessionService, new_id
-from explorer.supervisor import RunSupervisor
-from explorer.worker import load_plugins, plugin_names, warm_up
 
 StartTask = Callable[..., Any]
 
@@ -88,7 +88,7 @@ class RunManager:
 
     # --- boundary -------------------------------------------------------------------
     def validate(self, options: RunOptions) -> None:
-        known = set(engine_bridge.registered_passes())
+        known = set(compiler.registered_passes())
         names = [*options.disabled_pass, *options.required_pass, *(options.passes or ())]
         unknown = sorted({n for n in names if n not in known})
         if unknown:

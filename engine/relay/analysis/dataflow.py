@@ -1,0 +1,33 @@
+"""The dataflow view of a function body: what each value-producing node reads.
+
+A call reads its arguments (not its callee: a fused function's body is its
+own graph), a tuple its fields, a tuple-get-item its tuple. Vars, constants,
+lets, ifs and functions read nothing here: graph codegen and numerics taps
+walk only straight-line dataflow and reject the rest themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.ir.expr import Call, Expr, Tuple, TupleGetItem
+from engine.relay.expr_functor import post_order
+
+
+def dataflow_operands(expr: Expr) -> Sequence[Expr]:
+    """The values `expr` reads (see module docstring)."""
+    if isinstance(expr, Call):
+        return expr.args
+    if isinstance(expr, Tuple):
+        return expr.fields
+    if isinstance(expr, TupleGetItem):
+        return (expr.tuple_value,)
+    return ()
+
+
+def dataflow_post_order(root: Expr) -> list[Expr]:
+    """Every node `root` reads, transitively, producers first (iterative)."""
+    return post_order(root, dataflow_operands)
+
+
+__all__ = ["dataflow_operands", "dataflow_post_order"]

@@ -1,0 +1,108 @@
+"""LowerTE (TVM's `relay.backend.te_compiler.LowerTE`): fused functions become kernels.
+
+Every call of a Primitive function in @main is lowered through its ops'
+strategies to one TE schedule (with its record) and replaced by a call of a
+global kernel, `@fused_nn_conv2d_add_nn_relu(%x, ...)`, whose definition (the
+fused function, `global_symbol` set) stays in the module so the printed IR
+shows what each kernel computes. The lowered kernels ride on the module as
+its `lowered_funcs` attribute (name -> LoweredFunc), which graph codegen reads:
+what the timeline shows after LowerTE is exactly what the build emits.
+
+A function object called more than once is lowered once (one kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from engine.ir.expr import Call, Expr, Function, GlobalVar
+from engine.ir.module import IRModule
+from engine.relay.backend.te_compiler import LoweredFunc, lower_primitive
+from engine.relay.expr_functor import ExprMutator
+from engine.relay.transform.fuse_ops import fused_function_name
+from engine.relay.type_infer import infer_type
+from engine.transform import Pass, PassContext, module_pass
+
+LOWERED_FUNCS = "lowered_funcs"
+"""The module attribute holding the kernels of a lowered module (name -> LoweredFunc)."""
+
+
+def lowered_funcs(mod: IRModule) -> dict[str, LoweredFunc]:
+    """The kernels LowerTE attached to `mod` (empty for a module not lowered)."""
+    return dict(mod.attrs.get(LOWERED_FUNCS) or {})
+
+
+def is_kernel_call(call: Call, mod: IRModule) -> bool:
+    """A call of a global kernel made by LowerTE."""
+    return isinstance(call.op, GlobalVar) and call.op.name_hint in lowered_funcs(mod)
+
+
+class _Lowerer(ExprMutator):
+    """Replaces each call of a Primitive function by a call of its global kernel."""
+
+    def __init__(self, target: str, taken: set[str]) -> None:
+        super().__init__()
+        self.target = target
+        self.taken = taken
+        self.kernels: dict[str, LoweredFunc] = {}
+        self.globals: dict[GlobalVar, Function] = {}
+        self._by_func: dict[int, GlobalVar] = {}
+
+    def visit_call(self, call: Call) -> Expr:
+        func = call.op
+        if not (isinstance(func, Function) and func.is_primitive()):
+            return super().visit_call(call)
+        args = tuple(self.visit(arg) for arg in call.args)
+        return replace(call, op=self._kernel(func), args=args)
+
+    def visit_function(self, func: Function) -> Expr:
+        return func if func.is_primitive() else super().visit_function(func)
+
+    def _kernel(self, func: Function) -> GlobalVar:
+        known = self._by_func.get(id(func))
+        if known is not None:
+            return known
+        name = self._unique(fused_function_name(func))
+        self.kernels[name] = lower_primitive(func, self.target, name)
+        gv = GlobalVar(name, span=func.span)
+        self.globals[gv] = func.with_attr("global_symbol", name)
+        self._by_func[id(func)] = gv
+        return gv
+
+    def _unique(self, base: str) -> str:
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+
+def lower_te(mod: IRModule, target: str) -> IRModule:
+    """@main with every fused call lowered (see module docstring); typed."""
+    lowerer = _Lowerer(target, {gv.name_hint for gv in mod.get_global_vars()})
+    main = lowerer.visit(mod["main"])
+    if not lowerer.kernels:
+        return mod.with_attr(LOWERED_FUNCS, {}) if LOWERED_FUNCS not in mod.attrs else mod
+    new = mod.shallow_copy()
+    new["main"] = main
+    for gv, func in lowerer.globals.items():
+        new[gv] = func
+    new = new.with_attr(LOWERED_FUNCS, {**lowered_funcs(mod), **lowerer.kernels})
+    result = infer_type(new)
+    assert isinstance(result, IRModule)
+    return result
+
+
+def LowerTE(target: Any = "llvm") -> Pass:  # noqa: N802 - TVM's name
+    """The module pass of relay.build that lowers each fused function to a TE kernel."""
+    kind = str(target)
+
+    def transform(mod: IRModule, ctx: PassContext) -> IRModule:
+        return lower_te(mod, kind)
+
+    return module_pass(transform, opt_level=0, name="LowerTE")
+
+
+__all__ = ["LOWERED_FUNCS", "LowerTE", "is_kernel_call", "lower_te", "lowered_funcs"]

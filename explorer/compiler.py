@@ -1,0 +1,192 @@
+"""The explorer's one door into the engine: every explorer module that needs the
+compiler imports it from here, and nothing else in explorer/ imports `engine`.
+
+What a run does is the engine's public API at work (TVM's names): import a file
+(`relay.frontend.load`), print with a source map, plan and run `relay.build`
+(or `relay.optimize`) under a PassContext whose instruments include the
+recording one, and read the kernels of the built module. The pass list is the
+engine's (`StandardPipeline` + LowerTE); the explorer keeps no copy of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from engine import relay, transform
+from engine.instrument import PassInstrument
+from engine.ir import IRModule
+from engine.ir.type import TensorType
+from engine.relay.backend.build_module import (
+    GraphExecutorFactoryModule,
+    build_passes,
+    codegen,
+)
+from engine.relay.printer import print_ir
+from engine.relay.printer_table import SourceMapTable
+from engine.relay.testing.numerics import NumericsChecker
+from engine.relay.transform.pipeline import bind_params
+from engine.transform import PassContext
+
+TARGET = "llvm"
+ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.relay.parser",
+                  "engine.relay.interpreter", "engine.relay.backend.build_module")
+"""What a run's process imports up front (the run workers' fork server preloads them)."""
+
+__all__ = ["ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext",
+           "PassInstrument", "SourceMapTable", "compile_module", "load_model", "model_inputs",
+           "kernels", "pass_context", "plan", "print_snapshot", "registered_passes", "run_passes", "span_coverage"]
+
+
+@dataclasses.dataclass(slots=True)
+class Imported:
+    """An imported model: its module, params, format, frontend graph and warnings."""
+
+    mod: IRModule
+    params: dict[str, Any]
+    format: str
+    graph: dict[str, Any]
+    warnings: list[str]
+
+
+@dataclasses.dataclass(slots=True)
+class Compiled:
+    """What a run's compilation produced: the final module (the one the last pass
+    returned) and, when it was built, the factory module relay.build returned."""
+
+    mod: IRModule
+    lib: GraphExecutorFactoryModule | None
+
+
+# --- import ----------------------------------------------------------------------------------
+def load_model(path: Path, shapes: dict[str, list[int]] | None) -> Imported:
+    """Import a model file (ONNX, TFLite, PyTorch .pt2 or Relay text, told apart by the
+    engine from its content). Failures are the engine's typed errors (CorruptModelError,
+    ParseError, UnsupportedOperatorError, ...)."""
+    result = relay.frontend.load(str(path), shape=shapes)
+    return Imported(result.mod, dict(result.params or {}), str(result.format),
+                    graph_json(result.graph), list(result.warnings or []))
+
+
+def model_inputs(mod: IRModule, params: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(name, type) of each parameter of @main that is not a weight."""
+    return [(p.name_hint, p.type_annotation) for p in mod["main"].params
+            if p.name_hint not in params]
+
+
+def static_shape(ty: Any) -> list[int] | None:
+    """The concrete shape of a fully static tensor type, else None."""
+    if isinstance(ty, TensorType) and ty.is_static:
+        return list(ty.concrete_shape)
+    return None
+
+
+def tensor_info(ty: Any) -> tuple[list[int | str], str]:
+    """(shape with '?' for unknown dims, dtype) of a type, for display."""
+    if isinstance(ty, TensorType):
+        return [d if isinstance(d, int) else "?" for d in ty.shape], ty.dtype
+    return [], str(ty)
+
+
+def graph_json(graph: Any) -> dict[str, Any]:
+    """A frontend graph as {layers, inputs, outputs} of plain JSON values."""
+    if graph is None:
+        return {"layers": [], "inputs": [], "outputs": []}
+    raw = graph.to_json() if hasattr(graph, "to_json") else _plain(graph)
+    return {"layers": [_layer_json(layer) for layer in raw.get("layers", [])],
+            "inputs": _plain(raw.get("inputs", [])), "outputs": _plain(raw.get("outputs", []))}
+
+
+def _layer_json(layer: Any) -> dict[str, Any]:
+    layer = dict(_plain(layer))
+    return {"name": str(layer.get("name", "")), "op_type": str(layer.get("op_type", "")),
+            "inputs": [str(x) for x in layer.get("inputs", [])],
+            "outputs": [str(x) for x in layer.get("outputs", [])],
+            "attrs": _plain(layer.get("attrs", {}))}
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe copy of attribute values (numpy scalars/arrays, bytes, tuples)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _plain(dataclasses.asdict(value))
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+# --- printing --------------------------------------------------------------------------------
+def print_snapshot(mod: IRModule) -> tuple[str, SourceMapTable]:
+    """The module's Relay text (with types) and its source map as a column table."""
+    result = print_ir(mod, show_types=True)
+    return result.text, result.source_map_table()
+
+
+def span_coverage(table: SourceMapTable) -> tuple[float, int]:
+    """(fraction of printed computing expressions carrying a span, their number)."""
+    return table.span_coverage()
+
+
+# --- passes ----------------------------------------------------------------------------------
+def registered_passes() -> list[str]:
+    return sorted(transform.list_passes())
+
+
+def pass_context(opt_level: int, required: Iterable[str], disabled: Iterable[str],
+                 instruments: Sequence[PassInstrument]) -> PassContext:
+    return PassContext(opt_level=opt_level, required_pass=list(required),
+                       disabled_pass=list(disabled), instruments=list(instruments))
+
+
+def explicit_pipeline(names: Sequence[str]) -> transform.Pass:
+    """A user's explicit pass list, run in order instead of the standard pipeline."""
+    return transform.Sequential([transform.get_pass(n) for n in names], opt_level=0,
+                                name="explicit")
+
+
+def run_passes(passes: Sequence[str] | None, build: bool, ctx: PassContext
+               ) -> list[transform.Pass]:
+    """The top-level passes a run applies under `ctx`: the engine's own list for
+    relay.build (build) or relay.optimize, or the user's explicit list (no build)."""
+    if passes is not None:
+        return [explicit_pipeline(passes)]
+    return build_passes(TARGET, build, ctx)
+
+
+def compile_module(mod: IRModule, params: dict[str, Any], stages: Sequence[transform.Pass],
+                   build: bool, ctx: PassContext) -> Compiled:
+    """Apply `stages` (from `run_passes`) under `ctx` as relay.build does: params bound
+    into @main, each pass in order, then graph codegen when building."""
+    mod = bind_params(mod, params)
+    with ctx:
+        for stage in stages:
+            mod = stage(mod)
+        return Compiled(mod, codegen(mod, TARGET) if build else None)
+
+
+def plan(stages: Sequence[transform.Pass], ctx: PassContext) -> list[dict[str, Any]]:
+    """The leaf passes `stages` will execute under `ctx`, in order ({name, depth,
+    opt_level}): a dry walk of the very passes `compile_module` applies."""
+    from explorer.planning import leaf_plan
+
+    return [step for stage in stages for step in leaf_plan(stage, ctx)]
+
+
+def kernels(lib: GraphExecutorFactoryModule) -> list[tuple[int, Any]]:
+    """(graph node index, schedule) of every kernel node of a built module."""
+    bm = lib.build_module
+    found = []
+    for index in range(bm.num_nodes):
+        sched = bm.get_node_schedule(index)
+        if sched is not None:
+            found.append((index, sched))
+    return found

@@ -1,0 +1,124 @@
+"""Probing an upload: the server never parses an uploaded file itself.
+
+`probe_upload` imports a stored upload in a short-lived child of the run
+workers' fork server (`ProbeJob` in, `Probed` or an `ApiError` out), so an
+importer that crashes, hangs or exhausts memory on a hostile file takes only
+that child down; the upload is answered with an error that names the problem
+and the server stays up. The child checks the model as every run will see it,
+describes it for the session, and stores the imported module's printed
+snapshot (the session's first view of its model) through its own store
+connection. The runs import the file again in their own workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing.connection
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from explorer.protocol import ApiError, Session
+from explorer.runs.worker import die_with_parent, exit_description, mp_context
+
+PROBE_TIMEOUT = 300.0
+"""Seconds an import may take before the upload is refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeJob:
+    """What the child needs (pickled to it): the stored file and where to write."""
+
+    sid: str
+    display: str
+    path: str
+    shapes: dict[str, list[int]] | None
+    db_path: str
+    models_dir: str
+    plugins: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Probed:
+    """What the child sends back: the session, its frontend graph, its first snapshot."""
+
+    session: Session
+    graph: dict[str, Any]
+    snapshot: int
+
+
+def probe_upload(job: ProbeJob, timeout: float = PROBE_TIMEOUT) -> Probed:
+    """Import `job.path` in a child process; the ApiError it raised, or one naming how
+    it died."""
+    ctx = mp_context()
+    conn, child = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=_probe_main, args=(job, child), daemon=True,
+                          name=f"explorer-probe-{job.sid}")
+    process.start()
+    child.close()
+    try:
+        reply = _receive(conn, process, timeout, job.display)
+    finally:
+        conn.close()
+        _reap(process)
+    if isinstance(reply, ApiError):
+        raise reply
+    return reply
+
+
+def _receive(conn: Any, process: Any, timeout: float, display: str) -> Probed | ApiError:
+    ready = multiprocessing.connection.wait([conn, process.sentinel], timeout)
+    if not ready:
+        return ApiError(422, "import_timeout",
+                        f"{display}: the import took longer than {timeout:.0f} s")
+    with contextlib.suppress(EOFError, OSError):
+        if conn.poll():
+            kind, payload = conn.recv()
+            return _decode(kind, payload)
+    process.join(5)
+    how = exit_description(process.exitcode)
+    return ApiError(422, "import_crashed",
+                    f"{display}: the importer stopped on this file ({how}); "
+                    "the file is not a model this explorer can read",
+                    {"exit": how})
+
+
+def _decode(kind: str, payload: Any) -> Probed | ApiError:
+    if kind == "ok":
+        return Probed(*payload)
+    status, code, message, detail = payload
+    return ApiError(status, code, message, detail)
+
+
+def _reap(process: Any) -> None:
+    if process.is_alive():
+        process.kill()
+    process.join(5)
+
+
+# --- the child ------------------------------------------------------------------------------
+def _probe_main(job: ProbeJob, conn: Any) -> None:
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from explorer.runs.worker import load_plugins
+    from explorer.sessions import SessionService
+    from explorer.store import Store
+
+    store = Store(job.db_path)
+    try:
+        load_plugins(job.plugins)
+        sessions = SessionService(store, Path(job.models_dir))
+        session, graph, snapshot = sessions.inspect(job.sid, job.display, Path(job.path),
+                                                    job.shapes)
+        reply: tuple[str, Any] = ("ok", (session, graph, snapshot))
+    except ApiError as err:
+        reply = ("error", (err.status, err.code, err.message, err.detail))
+    except Exception as exc:  # not one of the importers' typed errors: still named
+        reply = ("error", (422, "import_failed",
+                           f"{job.display}: the model could not be imported "
+                           f"({type(exc).__name__})", {"exception": type(exc).__name__}))
+    finally:
+        store.close()
+    conn.send(reply)
+    conn.close()

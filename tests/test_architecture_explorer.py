@@ -1,0 +1,43 @@
+"""The explorer reaches the engine through one module (explorer/compiler.py), and the
+engine never imports the explorer: an AST scan of every import, function-level ones
+included."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOOR = "explorer/compiler.py"
+
+
+def imported_modules(path: Path) -> list[str]:
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def test_the_explorer_imports_the_engine_only_through_its_compiler_module() -> None:
+    offenders = {}
+    for path in sorted((ROOT / "explorer").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        engine = [n for n in imported_modules(path) if _top(n) == "engine"]
+        if engine and rel != DOOR:
+            offenders[rel] = engine
+    assert offenders == {}, f"import these through {DOOR}: {offenders}"
+    assert any(_top(n) == "engine" for n in imported_modules(ROOT / DOOR))
+
+
+def test_the_engine_never_imports_the_explorer() -> None:
+    offenders = {path.relative_to(ROOT).as_posix(): names
+                 for path in sorted((ROOT / "engine").rglob("*.py"))
+                 if (names := [n for n in imported_modules(path) if _top(n) == "explorer"])}
+    assert offenders == {}
