@@ -15,6 +15,7 @@ from typing import Any
 from engine.ir import IRModule
 from engine.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem
 from engine.relay.analysis import post_order_visit
+from explorer.protocol import ModelFormat, model_format
 
 # TVM's RelayBuildModule::OptimizeImpl order, used when the engine has no
 # `standard_pipeline`; names missing from the registry are skipped.
@@ -31,7 +32,7 @@ _COVERED_KINDS = (Call, Tuple, TupleGetItem, Let, If, Constant)
 class Imported:
     mod: IRModule
     params: dict[str, Any]
-    format: str
+    format: ModelFormat
     graph: dict[str, Any]
     warnings: list[str]
 
@@ -94,7 +95,7 @@ def load_model(path: Path, fmt: str, shapes: dict[str, list[int]] | None) -> Imp
     from engine.relay import frontend
 
     result = frontend.load(str(path), shape=shapes)
-    return Imported(result.mod, dict(result.params or {}), str(result.format),
+    return Imported(result.mod, dict(result.params or {}), model_format(str(result.format)),
                     graph_json(result.graph), list(result.warnings or []))
 
 

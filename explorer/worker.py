@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer.execution import Execution, Outcome, PipelineHook, tune_gc_for_compilation
-from explorer.protocol import RunOptions
+from explorer.protocol import RunOptions, RunOptionsJSON
 
 START_METHOD = "forkserver"
 PRELOAD = ("explorer.worker", "explorer.numerics", "explorer.build", "engine.relay.transform",
@@ -59,7 +59,7 @@ class Job:
 
     run_id: str
     session_id: str
-    options: dict[str, Any]
+    options: RunOptionsJSON
     db_path: str
     models_dir: str
     plugins: tuple[str, ...] = ()
