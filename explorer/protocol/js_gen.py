@@ -119,7 +119,7 @@ def constants() -> list[str]:
     event_names = by_upper_name(list(events.EVENT_PAYLOADS))
     terminal = ", ".join(f"EV.{v.upper()}" for v in sorted(names.TERMINAL_EVENTS))
     accept = ",".join(s for group in names.UPLOAD_EXTENSIONS.values() for s in group)
-    extensions = {fmt: list(group) for fmt, group in names.UPLOAD_EXTENSIONS.items()}
+    extensions: dict[str, Any] = {fmt: list(g) for fmt, g in names.UPLOAD_EXTENSIONS.items()}
     return [
         f"export const NAMESPACE = {json.dumps(names.NAMESPACE)};", "",
         *frozen_object("C2S", "Client -> server Socket.IO events (each with an ack).",
