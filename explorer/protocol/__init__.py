@@ -61,6 +61,7 @@ from explorer.protocol.http import (
     DiffNodes,
     EventsPage,
     ExportedEvent,
+    ExportedGraph,
     ExportedSnapshot,
     LayerLookup,
     LayerNode,
@@ -157,7 +158,7 @@ __all__ = [
     "run_started",
     # http and socket acks
     "Ack", "Backtrace", "BacktraceStep", "Diff", "DiffHunk", "DiffNodes", "EventsPage",
-    "ExportedEvent", "ExportedSnapshot", "LayerLookup", "LayerNode", "OkAck", "PassList",
+    "ExportedEvent", "ExportedGraph", "ExportedSnapshot", "LayerLookup", "LayerNode", "OkAck", "PassList",
     "RunDetail", "RunExport", "RunImported", "RunRequest", "ScheduleDetail", "ScheduleList",
     "ScheduleNode", "ScheduleStep", "SessionCreated", "SessionDetail", "SessionList",
     "Snapshot", "SnapshotDetail", "SnapshotSourceMap", "SnapshotSourceMapDetail",

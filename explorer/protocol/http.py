@@ -3,7 +3,7 @@
 Routes and queries build them with the TypedDict constructors, keyword by keyword.
 """
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from explorer.protocol.errors import ErrorResponse
 from explorer.protocol.names import BacktraceAction, DiffTag
@@ -248,6 +248,12 @@ class ExportedEvent(TypedDict):
     data: dict[str, Any]
 
 
+class ExportedGraph(FrontendGraph):
+    """The session's graph as stored: with the input shapes the upload gave."""
+
+    input_shapes: NotRequired[dict[str, list[int]] | None]
+
+
 class ExportedSnapshot(TypedDict):
     text: str
     source_map: list[SourceMapEntry]
@@ -260,7 +266,7 @@ class RunExport(TypedDict):
     version: int
     exported: float
     session: Session
-    graph: FrontendGraph
+    graph: ExportedGraph
     run: RunSummary
     events: list[ExportedEvent]
     snapshots: dict[str, ExportedSnapshot]

@@ -545,6 +545,15 @@ export const TEDD_VIEW_KEYS = Object.freeze(["schedule_tree", "itervar", "datafl
  */
 
 /**
+ * The session's graph as stored: with the input shapes the upload gave.
+ * @typedef {Object} ExportedGraph
+ * @property {Array<Layer>} layers
+ * @property {Array<*>} inputs
+ * @property {Array<*>} outputs
+ * @property {(Object<string, Array<number>>|null)} [input_shapes]
+ */
+
+/**
  * @typedef {Object} ExportedSnapshot
  * @property {string} text
  * @property {Array<SourceMapEntry>} source_map
@@ -557,7 +566,7 @@ export const TEDD_VIEW_KEYS = Object.freeze(["schedule_tree", "itervar", "datafl
  * @property {number} version
  * @property {number} exported
  * @property {Session} session
- * @property {FrontendGraph} graph
+ * @property {ExportedGraph} graph
  * @property {RunSummary} run
  * @property {Array<ExportedEvent>} events
  * @property {Object<string, ExportedSnapshot>} snapshots
