@@ -29,6 +29,7 @@ from engine.relay.printer_table import SourceMapTable
 from engine.relay.testing.numerics import NumericsChecker
 from engine.relay.transform.pipeline import bind_params
 from engine.transform import PassContext
+from explorer.protocol import ModelFormat, PlannedPass, model_format, planned_pass
 
 TARGET = "llvm"
 ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.relay.parser",
@@ -46,7 +47,7 @@ class Imported:
 
     mod: IRModule
     params: dict[str, Any]
-    format: str
+    format: ModelFormat
     graph: dict[str, Any]
     warnings: list[str]
 
@@ -66,7 +67,7 @@ def load_model(path: Path, shapes: dict[str, list[int]] | None) -> Imported:
     engine from its content). Failures are the engine's typed errors (CorruptModelError,
     ParseError, UnsupportedOperatorError, ...)."""
     result = relay.frontend.load(str(path), shape=shapes)
-    return Imported(result.mod, dict(result.params or {}), str(result.format),
+    return Imported(result.mod, dict(result.params or {}), model_format(str(result.format)),
                     graph_json(result.graph), list(result.warnings or []))
 
 
@@ -173,12 +174,12 @@ def compile_module(mod: IRModule, params: dict[str, Any], stages: Sequence[trans
         return Compiled(mod, codegen(mod, TARGET) if build else None)
 
 
-def plan(stages: Sequence[transform.Pass], ctx: PassContext) -> list[dict[str, Any]]:
+def plan(stages: Sequence[transform.Pass], ctx: PassContext) -> list[PlannedPass]:
     """The leaf passes `stages` will execute under `ctx`, in order ({name, depth,
     opt_level}): a dry walk of the very passes `compile_module` applies."""
     from explorer.planning import leaf_plan
 
-    return [step for stage in stages for step in leaf_plan(stage, ctx)]
+    return [planned_pass(**step) for stage in stages for step in leaf_plan(stage, ctx)]
 
 
 def kernels(lib: GraphExecutorFactoryModule) -> list[tuple[int, Any]]:

@@ -19,7 +19,7 @@ from flask import Flask, current_app
 from flask_socketio import SocketIO
 
 from explorer.hub import EventHub
-from explorer.protocol import NAMESPACE, RUN_EVENT, RunEvent
+from explorer.protocol import NAMESPACE, RUN_EVENT, RUN_FAILED, RunEvent, run_failed
 from explorer.queries import SnapshotIndexCache
 from explorer.runs.manager import RunConfig, RunManager
 from explorer.sessions import SessionService
@@ -102,6 +102,6 @@ def _mark_interrupted(store: Store, hub: EventHub) -> None:
     for summary in store.running_runs():
         rid = summary["id"]
         store.mark_interrupted_run(rid)
-        hub.publish(rid, summary["session_id"], "run_failed",
-                    {"pass": None, "code": "interrupted",
-                     "message": "the server stopped during the run; snapshots so far are kept"})
+        hub.publish(rid, summary["session_id"], RUN_FAILED, run_failed(
+            pass_name=None, code="interrupted",
+            message="the server stopped during the run; snapshots so far are kept"))

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
 
-from explorer.protocol import RunEvent
+from explorer.protocol import EventData, RunEvent
 from explorer.store import Store
 
 Sink = Callable[[RunEvent], None]
@@ -58,7 +57,7 @@ class EventHub:
         return run_id in self._cursors
 
     # --- producers ----------------------------------------------------------------------
-    def publish(self, run_id: str, session_id: str, etype: str, data: dict[str, Any]) -> RunEvent:
+    def publish(self, run_id: str, session_id: str, etype: str, data: EventData) -> RunEvent:
         """Store an event made by this server and hand it to the sinks."""
         with self.lock_for(run_id):
             event = self.store.append_event(run_id, session_id, etype, data)

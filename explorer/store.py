@@ -18,7 +18,7 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -189,14 +189,15 @@ class Store:
 
     # --- events (index per run, no gaps) ----------------------------------------
     def append_event(self, run_id: str, session_id: str, etype: str,
-                     data: dict[str, Any]) -> RunEvent:
+                     data: Mapping[str, Any]) -> RunEvent:
         with self._tx() as db:
             row = db.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM events WHERE run_id = ?",
                              (run_id,)).fetchone()
             index = int(row[0])
             db.execute("INSERT INTO events VALUES (?, ?, ?, ?)",
                        (run_id, index, etype, json.dumps(data)))
-        return RunEvent(run_id=run_id, session_id=session_id, index=index, type=etype, data=data)
+        return RunEvent(run_id=run_id, session_id=session_id, index=index, type=etype,
+                        data=dict(data))
 
     def events(self, run_id: str, since: int = 0) -> list[RunEvent]:
         summary = self.run(run_id)

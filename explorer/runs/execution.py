@@ -33,14 +33,24 @@ from explorer.protocol import (
     RUN_FINISHED,
     RUN_STARTED,
     ApiError,
+    EventData,
+    Publish,
+    RunCancelled,
+    RunFailed,
     RunOptions,
+    RunStatus,
     RunSummary,
+    build_finished,
+    build_started,
+    run_cancelled,
+    run_failed,
+    run_finished,
+    run_started,
 )
-from explorer.runs.recording import RecordingInstrument, RunCancelled, SnapshotRecorder
+from explorer.runs.recording import RecordingInstrument, RunCancelledError, SnapshotRecorder
 from explorer.runs.schedules import schedules_of
 from explorer.sessions import SessionService
 
-Publish = Callable[[str, dict[str, Any]], None]
 PassesHook = Callable[[list[Any], RunOptions], list[Any]]
 
 TERMINAL_TYPES = {"finished": RUN_FINISHED, "failed": RUN_FAILED, "cancelled": RUN_CANCELLED}
@@ -64,7 +74,7 @@ class Outcome:
     """How a run ended: its summary (status set) and its terminal event's data."""
 
     summary: RunSummary
-    data: dict[str, Any] | None = None  # None: run_finished {"summary": summary}
+    data: RunFailed | RunCancelled | None = None  # None: run_finished {"summary": summary}
 
     @property
     def status(self) -> str:
@@ -74,8 +84,8 @@ class Outcome:
     def event_type(self) -> str:
         return TERMINAL_TYPES[self.status]
 
-    def event_data(self) -> dict[str, Any]:
-        return {"summary": self.summary} if self.data is None else self.data
+    def event_data(self) -> EventData:
+        return run_finished(summary=self.summary) if self.data is None else self.data
 
     def to_json(self) -> dict[str, Any]:
         return {"summary": dict(self.summary), "data": self.data}
@@ -83,6 +93,23 @@ class Outcome:
     @staticmethod
     def from_json(raw: dict[str, Any]) -> Outcome:
         return Outcome(raw["summary"], raw.get("data"))
+
+    @staticmethod
+    def failed(summary: RunSummary, pass_name: str | None, message: str, code: str
+               ) -> Outcome:
+        """`summary` marked failed (the pass and message named) with its run_failed data."""
+        summary["status"] = "failed"
+        summary["failed_pass"] = pass_name
+        summary["error"] = message
+        return Outcome(summary, run_failed(pass_name=pass_name, message=message, code=code))
+
+    @staticmethod
+    def cancelled(summary: RunSummary, reason: str | None = None) -> Outcome:
+        """`summary` marked cancelled (why, when not the user) with its run_cancelled data."""
+        summary["status"] = "cancelled"
+        if reason is not None:
+            summary["error"] = reason
+        return Outcome(summary, run_cancelled(message=reason))
 
 
 def finish_run(store: Any, hub: EventHub, outcome: Outcome) -> None:
@@ -105,7 +132,7 @@ def root_cause(exc: BaseException) -> BaseException:
 
 
 def was_cancelled(exc: BaseException) -> bool:
-    return isinstance(exc, RunCancelled) or isinstance(root_cause(exc), RunCancelled)
+    return isinstance(exc, RunCancelledError) or isinstance(root_cause(exc), RunCancelledError)
 
 
 def run_context(options: RunOptions, instruments: list[Any]) -> PassContext:
@@ -153,13 +180,13 @@ class Execution:
             return self._fail(None, err.message, err.code)
         except Exception as exc:  # any failure ends the run cleanly; the pass is named
             if was_cancelled(exc):
-                return self._outcome("cancelled", {})
+                return self._outcome("cancelled", run_cancelled(message=None))
             return self._failed_pass(exc)
         return self._outcome("finished", None)
 
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
-            raise RunCancelled("the run was cancelled")
+            raise RunCancelledError("the run was cancelled")
 
     def _start(self, mod: IRModule, params: dict[str, Any]) -> tuple[PassContext, list[Any]]:
         """Record the imported module, set up the instruments, publish run_started."""
@@ -177,10 +204,9 @@ class Execution:
         passes = run_passes(self.options, ctx, self.hooks)
         plan = compiler.plan(passes, ctx)
         self.summary["final_snapshot"] = initial
-        self.publish(RUN_STARTED, {"options": self.options.to_json(),
-                                   "initial_snapshot": initial,
-                                   "num_passes_planned": len(plan), "plan": plan,
-                                   "numerics_error": numerics_error})
+        self.publish(RUN_STARTED, run_started(
+            options=self.options.to_json(), initial_snapshot=initial,
+            num_passes_planned=len(plan), plan=plan, numerics_error=numerics_error))
         return ctx, passes
 
     def _finish(self, compiled: Compiled) -> None:
@@ -190,11 +216,11 @@ class Execution:
         self.summary["final_snapshot"] = self.instrument.recorder.record(compiled.mod).id
         if compiled.lib is None:
             return
-        self.publish(BUILD_STARTED, {})
+        self.publish(BUILD_STARTED, build_started())
         nodes = schedules_of(compiled.lib)
         self.store.put_artifact(self.run_id, "schedules", nodes)
-        self.publish(BUILD_FINISHED, {"num_nodes": compiled.lib.build_module.num_nodes,
-                                      "num_kernels": len(nodes)})
+        self.publish(BUILD_FINISHED, build_finished(
+            num_nodes=compiled.lib.build_module.num_nodes, num_kernels=len(nodes)))
         self._check_cancel()
 
     def _failed_pass(self, exc: BaseException) -> Outcome:
@@ -210,9 +236,10 @@ class Execution:
         self.summary["error"] = message
         if self.instrument and self.instrument.state.last_snapshot is not None:
             self.summary["final_snapshot"] = self.instrument.state.last_snapshot.id
-        return self._outcome("failed", {"pass": pass_name, "message": message, "code": code})
+        return self._outcome("failed", run_failed(pass_name=pass_name, message=message,
+                                                  code=code))
 
-    def _outcome(self, status: str, data: dict[str, Any] | None) -> Outcome:
+    def _outcome(self, status: RunStatus, data: RunFailed | RunCancelled | None) -> Outcome:
         self._summarize(status)
         return Outcome(self.summary, data)
 

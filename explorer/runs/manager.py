@@ -22,7 +22,15 @@ from typing import Any
 
 from explorer import compiler
 from explorer.hub import EventHub
-from explorer.protocol import RUN_QUEUED, ApiError, RunOptions, bad_request, empty_summary
+from explorer.protocol import (
+    RUN_QUEUED,
+    ApiError,
+    EventData,
+    RunOptions,
+    bad_request,
+    empty_summary,
+    run_queued,
+)
 from explorer.runs.execution import Execution, finish_run
 from explorer.runs.supervisor import RunSupervisor
 from explorer.runs.worker import load_plugins, plugin_names, warm_up
@@ -108,7 +116,7 @@ class RunManager:
         """Run in the calling thread (the CLI); returns the run id once it has ended."""
         run_id = self._new_run(session_id, options)
 
-        def publish(etype: str, data: dict[str, Any]) -> None:
+        def publish(etype: str, data: EventData) -> None:
             self.hub.publish(run_id, session_id, etype, data)
 
         outcome = Execution(self.store, self.sessions, publish, run_id, session_id, options,
@@ -127,9 +135,8 @@ class RunManager:
                 self._active[run_id] = supervisor
             else:
                 self._queue.append(supervisor)
-                self.hub.publish(run_id, session_id, RUN_QUEUED, {
-                    "position": len(self._queue),
-                    "max_concurrent": self.config.max_concurrent})
+                self.hub.publish(run_id, session_id, RUN_QUEUED, run_queued(
+                    position=len(self._queue), max_concurrent=self.config.max_concurrent))
         if launch:
             supervisor.launch()
         return run_id

@@ -25,13 +25,23 @@ from typing import Any
 
 from explorer.compiler import IRModule, PassInstrument, SourceMapTable, print_snapshot
 from explorer.compiler import span_coverage as table_coverage
-from explorer.protocol import PASS_FAILED, PASS_FINISHED, PASS_STARTED
+from explorer.protocol import (
+    PASS_FAILED,
+    PASS_FINISHED,
+    PASS_STARTED,
+    Numerics,
+    Publish,
+    pass_failed,
+    pass_finished,
+    pass_started,
+    pass_stats,
+)
+from explorer.protocol import numerics as numerics_payload
 
-Publish = Callable[[str, dict[str, Any]], None]
 ModuleKey = tuple[tuple[str, int, bool], ...]
 
 
-class RunCancelled(Exception):
+class RunCancelledError(Exception):
     """Raised from an instrument hook when the user cancelled the run."""
 
 
@@ -113,7 +123,7 @@ class PassRecord:
     changed: bool
     leaf: bool
     elapsed_ms: float
-    numerics: dict[str, Any] | None
+    numerics: Numerics | None
     after: int
 
 
@@ -140,7 +150,7 @@ class RecordingInstrument(PassInstrument):
         self._stack: list[_Frame] = []
         self._next_index = 0
         self._overhead = 0.0
-        self._numerics_cache: dict[int, dict[str, Any] | None] = {}
+        self._numerics_cache: dict[int, Numerics] = {}
 
     # --- hooks --------------------------------------------------------------------
     def enter_pass_ctx(self) -> None:
@@ -163,9 +173,9 @@ class RecordingInstrument(PassInstrument):
         self.state.last_snapshot = frame.before
         if self._stack:
             self._stack[-1].leaf = False
-        self.publish(PASS_STARTED, {"pass_index": frame.index, "name": frame.name,
-                                    "opt_level": frame.opt_level, "depth": frame.depth,
-                                    "parent_index": frame.parent})
+        self.publish(PASS_STARTED, pass_started(
+            pass_index=frame.index, name=frame.name, opt_level=frame.opt_level,
+            depth=frame.depth, parent_index=frame.parent))
         self._stack.append(frame)
         self._overhead += time.perf_counter() - t0
         frame.overhead_at_start = self._overhead
@@ -187,33 +197,31 @@ class RecordingInstrument(PassInstrument):
         self.state.records.append(PassRecord(frame.index, frame.name, frame.depth, frame.parent,
                                              changed, frame.leaf, elapsed * 1e3, numerics,
                                              after.id))
-        self.publish(PASS_FINISHED, {
-            "pass_index": frame.index, "name": frame.name, "opt_level": frame.opt_level,
-            "depth": frame.depth, "parent_index": frame.parent, "before": frame.before.id,
-            "after": after.id, "changed": changed, "leaf": frame.leaf, "elapsed_ms": round(elapsed * 1e3, 4),
-            "span_coverage": round(after.coverage, 6),
-            "stats": {"nodes": after.num_nodes,
-                      "nodes_delta": after.num_nodes - frame.before.num_nodes},
-            "numerics": numerics,
-        })
+        self.publish(PASS_FINISHED, pass_finished(
+            pass_index=frame.index, name=frame.name, opt_level=frame.opt_level,
+            depth=frame.depth, parent_index=frame.parent, before=frame.before.id,
+            after=after.id, changed=changed, leaf=frame.leaf,
+            elapsed_ms=round(elapsed * 1e3, 4), span_coverage=round(after.coverage, 6),
+            stats=pass_stats(nodes=after.num_nodes,
+                             nodes_delta=after.num_nodes - frame.before.num_nodes),
+            numerics=numerics))
         self._overhead += time.perf_counter() - t0
 
     def run_after_pass_failed(self, mod: IRModule, info: Any, exc: BaseException) -> None:
         frame = self._pop(info)
         if frame is None:
             return
-        if isinstance(exc, RunCancelled) or isinstance(exc.__cause__, RunCancelled):
+        if isinstance(exc, RunCancelledError) or isinstance(exc.__cause__, RunCancelledError):
             return
         message = f"{type(exc).__name__}: {exc}"
         self.state.failed.append((frame.name, message))
-        self.publish(PASS_FAILED, {"pass_index": frame.index, "name": frame.name,
-                                   "message": message, "before": frame.before.id,
-                                   "after": None})
+        self.publish(PASS_FAILED, pass_failed(pass_index=frame.index, name=frame.name,
+                                              message=message, before=frame.before.id))
 
     # --- helpers ------------------------------------------------------------------
     def _check_cancel(self) -> None:
         if self.cancel.is_set():
-            raise RunCancelled("the run was cancelled")
+            raise RunCancelledError("the run was cancelled")
 
     def _pop(self, info: Any) -> _Frame | None:
         name = str(info.name)
@@ -223,9 +231,11 @@ class RecordingInstrument(PassInstrument):
                 return frame
         return None
 
-    def _numerics_for(self, snap: Snapshot, mod: IRModule) -> dict[str, Any] | None:
+    def _numerics_for(self, snap: Snapshot, mod: IRModule) -> Numerics | None:
         if self.numerics is None:
             return None
         if snap.id not in self._numerics_cache:
-            self._numerics_cache[snap.id] = self.numerics(mod)
+            found = self.numerics(mod)
+            self._numerics_cache[snap.id] = numerics_payload(
+                max_abs_err=found["max_abs_err"], ok=found["ok"], error=found.get("error"))
         return self._numerics_cache[snap.id]

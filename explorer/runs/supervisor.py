@@ -264,11 +264,11 @@ class RunSupervisor:
         if self.cancel_requested:
             return self._cancelled(summary)
         if self.error is not None:
-            return self._failed(summary, None, self.error, "run_failed")
+            return Outcome.failed(summary, None, self.error, "run_failed")
         pass_name = self.tracker.running_pass()
         message = (f"the worker process of the run died ({exit_description(exitcode)}) "
                    f"{self.tracker.where()}")
-        return self._failed(summary, pass_name, message, WORKER_CRASHED)
+        return Outcome.failed(summary, pass_name, message, WORKER_CRASHED)
 
     def _summary(self) -> RunSummary:
         summary = self.manager.store.run(self.run_id)
@@ -277,16 +277,4 @@ class RunSupervisor:
         return summary
 
     def _cancelled(self, summary: RunSummary) -> Outcome:
-        summary["status"] = "cancelled"
-        if self._cancel_reason is None:
-            return Outcome(summary, {})
-        summary["error"] = self._cancel_reason
-        return Outcome(summary, {"message": self._cancel_reason})
-
-    @staticmethod
-    def _failed(summary: RunSummary, pass_name: str | None, message: str,
-                code: str) -> Outcome:
-        summary["status"] = "failed"
-        summary["failed_pass"] = pass_name
-        summary["error"] = message
-        return Outcome(summary, {"pass": pass_name, "message": message, "code": code})
+        return Outcome.cancelled(summary, self._cancel_reason)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer.compiler import ENGINE_MODULES
-from explorer.protocol import RunOptions
+from explorer.protocol import EventData, RunOptions, RunOptionsJSON
 from explorer.runs.execution import Execution, Outcome, PassesHook, tune_gc_for_compilation
 
 START_METHOD = "forkserver"
@@ -59,7 +59,7 @@ class Job:
 
     run_id: str
     session_id: str
-    options: dict[str, Any]
+    options: RunOptionsJSON
     db_path: str
     models_dir: str
     plugins: tuple[str, ...] = ()
@@ -106,7 +106,7 @@ def worker_main(job: Job, conn: Connection) -> None:
 
 def _execute(job: Job, store: Any, sessions: Any, conn: Connection,
              cancel: threading.Event) -> Outcome:
-    def publish(etype: str, data: dict[str, Any]) -> None:
+    def publish(etype: str, data: EventData) -> None:
         _send(conn, ("event", store.append_event(job.run_id, job.session_id, etype, data)))
 
     hooks = load_plugins(job.plugins)

@@ -26,6 +26,12 @@ export class Pane {
 
   update() {}
 
+  /**
+   * Subscribe to a hub topic for the pane's lifetime.
+   * @template {import("./hub.js").Topic} K
+   * @param {K} topic
+   * @param {(payload: import("./hub.js").TopicPayloads[K]) => void} handler
+   */
   listen(topic, handler) {
     this.disposers.push(this.hub.on(topic, handler));
   }

@@ -1,74 +1,47 @@
-// The explorer protocol, mirrored from explorer/protocol.py (see docs/PROTOCOL.md).
-// Every event name, route and payload field the front end reads is named here once.
+// The explorer protocol for the front end (see docs/PROTOCOL.md).
+// Names and payload typedefs are GENERATED from explorer/protocol/ into protocol.gen.js
+// (`python -m explorer.protocol.js_gen`) and re-exported here; this file adds what only the
+// front end needs: routes, page URLs, URL keys and defaults. Annotate payloads with
+// `/** @param {import("./protocol.js").PassFinished} d */`.
+import { TEDD_VIEW_KEYS } from "./protocol.gen.js";
 
-export const NAMESPACE = "/explorer";
-
-/** Client -> server Socket.IO events (each with an ack). */
-export const C2S = Object.freeze({
-  START_RUN: "start_run",
-  SUBSCRIBE: "subscribe",
-  UNSUBSCRIBE: "unsubscribe",
-  CANCEL_RUN: "cancel_run",
-});
-
-/** Server -> client Socket.IO event: one name, payload RunEvent. */
-export const S2C = Object.freeze({ RUN_EVENT: "run_event" });
-
-/** RunEvent.type values. */
-export const EV = Object.freeze({
-  RUN_QUEUED: "run_queued",
-  RUN_STARTED: "run_started",
-  PASS_STARTED: "pass_started",
-  PASS_FINISHED: "pass_finished",
-  PASS_FAILED: "pass_failed",
-  BUILD_STARTED: "build_started",
-  BUILD_FINISHED: "build_finished",
-  RUN_FINISHED: "run_finished",
-  RUN_FAILED: "run_failed",
-  RUN_CANCELLED: "run_cancelled",
-});
-
-/** RunSummary.status values. */
-export const RUN_STATUS = Object.freeze({
-  RUNNING: "running",
-  FINISHED: "finished",
-  FAILED: "failed",
-  CANCELLED: "cancelled",
-  INTERRUPTED: "interrupted",
-});
-
-export const TERMINAL_EVENTS = new Set([EV.RUN_FINISHED, EV.RUN_FAILED, EV.RUN_CANCELLED]);
-
-/** Backtrace step actions. */
-export const ACTION = Object.freeze({ CREATED: "created", CHANGED: "changed", KEPT: "kept" });
-
-/** Session.format values. */
-export const FORMATS = Object.freeze(["onnx", "tflite", "pytorch", "relay"]);
-
-/** File extensions the upload accepts (the server decides; this only filters the picker). */
-export const UPLOAD_ACCEPT = ".onnx,.tflite,.pt2,.relay,.txt";
+export * from "./protocol.gen.js";
 
 const enc = encodeURIComponent;
 
-/** HTTP routes. */
+/** HTTP routes (the answer of each is named in protocol.gen.js). */
 export const ROUTES = Object.freeze({
+  /** SessionList (GET), SessionCreated (POST) */
   sessions: () => "/api/sessions",
+  /** SessionCreated */
   demo: () => "/api/sessions/demo",
+  /** SessionDetail */
   session: (sid) => `/api/sessions/${enc(sid)}`,
+  /** RunDetail */
   run: (rid) => `/api/runs/${enc(rid)}`,
+  /** EventsPage */
   events: (rid, since) => `/api/runs/${enc(rid)}/events?since=${since}`,
+  /** SnapshotDetail */
   snapshot: (id) => `/api/snapshots/${enc(id)}`,
-  /** One part of a snapshot: "text" ({id, text}) or "source_map" ({id, source_map}). */
+  /** One part of a snapshot: "text" (SnapshotTextDetail) or "source_map" (SnapshotSourceMapDetail). */
   snapshotPart: (id, part) => `/api/snapshots/${enc(id)}?part=${enc(part)}`,
+  /** Diff */
   diff: (a, b) => `/api/diff?a=${enc(a)}&b=${enc(b)}`,
+  /** Backtrace */
   backtrace: (rid, nodeId) => `/api/runs/${enc(rid)}/backtrace/${enc(nodeId)}`,
+  /** LayerLookup */
   layer: (rid, name) => `/api/runs/${enc(rid)}/layers/${enc(name)}`,
+  /** Timing */
   timing: (rid) => `/api/runs/${enc(rid)}/timing`,
+  /** ScheduleList */
   schedules: (rid) => `/api/runs/${enc(rid)}/schedules`,
+  /** ScheduleDetail */
   schedule: (rid, index) => `/api/runs/${enc(rid)}/schedules/${enc(index)}`,
+  /** RunExport */
   exportRun: (rid) => `/api/runs/${enc(rid)}/export`,
+  /** RunImported */
   importRun: () => "/api/runs/import",
-  // Extension (not yet in PROTOCOL.md): the registered passes, for the on/off list.
+  /** PassList: the registered passes, for the on/off list. */
   passes: () => "/api/passes",
 });
 
@@ -92,7 +65,10 @@ export const URL_KEYS = Object.freeze({
   LAYER: "layer",
 });
 
-/** Default RunOptions. */
+/**
+ * The RunOptions the page starts with (the UI checks numerics and builds by default).
+ * @returns {import("./protocol.gen.js").RunOptionsJSON}
+ */
 export function defaultRunOptions() {
   return {
     opt_level: 3,
@@ -104,9 +80,11 @@ export function defaultRunOptions() {
   };
 }
 
-/** The TEDD views of a schedule step, in display order. */
-export const TEDD_VIEWS = Object.freeze([
-  ["schedule_tree", "Schedule tree"],
-  ["itervar", "IterVar relations"],
-  ["dataflow", "Dataflow"],
-]);
+const TEDD_LABELS = {
+  schedule_tree: "Schedule tree",
+  itervar: "IterVar relations",
+  dataflow: "Dataflow",
+};
+
+/** The TEDD views of a schedule step, in display order: [key, label]. */
+export const TEDD_VIEWS = Object.freeze(TEDD_VIEW_KEYS.map((key) => [key, TEDD_LABELS[key] ?? key]));

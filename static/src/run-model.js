@@ -1,24 +1,47 @@
 // The state of one run, folded from its RunEvents in index order.
+// Payload shapes: protocol.gen.js (generated from explorer/protocol/).
 import { EV, RUN_STATUS } from "./protocol.js";
+
+/** @typedef {import("./protocol.js").RunEvent} RunEvent */
+
+/**
+ * One row of the timeline: a pass's latest event data and its state. `leaf` (from
+ * pass_finished) is undefined until the pass has finished.
+ * @typedef {Partial<import("./protocol.js").PassFinished> & Partial<import("./protocol.js").PassFailed>
+ *   & {pass_index: number, state: ("running"|"done"|"failed"|"stopped")}} PassRow
+ */
 
 export class RunModel {
   constructor(runId) {
     this.runId = runId;
     this.nextIndex = 0;
+    /** @type {import("./protocol.js").RunStatus} */
     this.status = RUN_STATUS.RUNNING;
+    /** @type {import("./protocol.js").RunOptionsJSON | null} */
     this.options = null;
     this.initialSnapshot = null;
+    /** @type {number | null} leaf passes the run will report (run_started) */
     this.planned = null;
-    /** {position, max_concurrent} from run_queued while the run waits for a worker. */
+    /** @type {import("./protocol.js").PlannedPass[] | null} the leaf passes, in order */
+    this.plan = null;
+    /** @type {string | null} why numerics are not checked although they were asked for */
+    this.numericsError = null;
+    /** @type {import("./protocol.js").RunQueued | null} while the run waits for a worker */
     this.queue = null;
-    /** @type {Map<number, object>} pass_index -> pass row */
+    /** @type {Map<number, PassRow>} pass_index -> pass row */
     this.passes = new Map();
-    this.build = null; // null | "running" | {num_kernels} | {failed, message} | {cancelled}
+    /** @type {null | "running" | {num_nodes: number, num_kernels: (number|null)} | {failed: true, message: string} | {cancelled: true}} */
+    this.build = null;
+    /** @type {import("./protocol.js").RunSummary | null} */
     this.summary = null;
-    this.failure = null; // {pass, message, code}
+    /** @type {{pass: (string|null), message: string, code: string} | null} */
+    this.failure = null;
   }
 
-  /** Apply one event; events out of order are refused (the stream fills gaps first). */
+  /**
+   * Apply one event; events out of order are refused (the stream fills gaps first).
+   * @param {RunEvent} event
+   */
   apply(event) {
     if (event.index !== this.nextIndex) return false;
     this.nextIndex += 1;
@@ -43,19 +66,31 @@ export class RunModel {
     return pos ? `queued · ${ordinal(pos)} in line` : "queued";
   }
 
-  /** Pass rows in pass_index order. */
+  /** @returns {PassRow[]} pass rows in pass_index order */
   rows() {
     return [...this.passes.values()].sort((a, b) => a.pass_index - b.pass_index);
   }
 
+  /** @returns {PassRow[]} the finished leaf passes (no pass ran inside them), in order */
+  leafRows() {
+    return this.rows().filter((p) => p.leaf === true);
+  }
+
+  /** @returns {PassRow | null} */
   pass(index) {
     return this.passes.get(index) ?? null;
   }
 
+  /** The finished leaf passes: what num_passes_planned counts. */
   doneCount() {
     let n = 0;
-    for (const p of this.passes.values()) if (p.state !== "running" && !p.isContainer) n++;
+    for (const p of this.passes.values()) if (p.state === "done" && p.leaf === true) n++;
     return n;
+  }
+
+  /** @returns {PassRow | null} the innermost pass running now */
+  runningPass() {
+    return this.rows().filter((r) => r.state === "running").at(-1) ?? null;
   }
 
   /** Snapshots the timeline can offer for comparison: initial, then after each finished pass. */
@@ -74,17 +109,15 @@ export class RunModel {
   }
 }
 
+/**
+ * @param {RunModel} model
+ * @param {import("./protocol.js").PassStarted | import("./protocol.js").PassFinished | import("./protocol.js").PassFailed} data
+ * @param {PassRow["state"]} state
+ * @returns {PassRow}
+ */
 function upsertPass(model, data, state) {
-  const prev = model.passes.get(data.pass_index) ?? { children: 0 };
-  const row = { ...prev, ...data, state };
+  const row = { ...model.passes.get(data.pass_index), ...data, state };
   model.passes.set(data.pass_index, row);
-  if (!prev.name && data.parent_index !== null && data.parent_index !== undefined) {
-    const parent = model.passes.get(data.parent_index);
-    if (parent) {
-      parent.children += 1;
-      parent.isContainer = true;
-    }
-  }
   return row;
 }
 
@@ -94,22 +127,30 @@ function ordinal(n) {
   return `${n}${suffix}`;
 }
 
+/** @type {Record<string, (m: RunModel, d: any) => void>} */
 const REDUCERS = {
+  /** @param {import("./protocol.js").RunQueued} d */
   [EV.RUN_QUEUED]: (m, d) => {
-    m.queue = { position: d.position ?? null, max_concurrent: d.max_concurrent ?? null };
+    m.queue = { position: d.position, max_concurrent: d.max_concurrent };
   },
+  /** @param {import("./protocol.js").RunStarted} d */
   [EV.RUN_STARTED]: (m, d) => {
     m.queue = null;
     m.options = d.options ?? null;
     m.initialSnapshot = d.initial_snapshot ?? null;
     m.planned = d.num_passes_planned ?? null;
+    m.plan = d.plan ?? null;
+    m.numericsError = d.numerics_error ?? null;
   },
+  /** @param {import("./protocol.js").PassStarted} d */
   [EV.PASS_STARTED]: (m, d) => {
     upsertPass(m, d, "running");
   },
+  /** @param {import("./protocol.js").PassFinished} d */
   [EV.PASS_FINISHED]: (m, d) => {
     upsertPass(m, d, "done");
   },
+  /** @param {import("./protocol.js").PassFailed} d */
   [EV.PASS_FAILED]: (m, d) => {
     const row = upsertPass(m, d, "failed");
     row.changed = null;
@@ -119,14 +160,17 @@ const REDUCERS = {
   [EV.BUILD_STARTED]: (m) => {
     m.build = "running";
   },
+  /** @param {import("./protocol.js").BuildFinished} d */
   [EV.BUILD_FINISHED]: (m, d) => {
-    m.build = { num_kernels: d.num_kernels ?? 0 };
+    m.build = { num_nodes: d.num_nodes, num_kernels: d.num_kernels ?? null };
   },
+  /** @param {import("./protocol.js").RunFinished} d */
   [EV.RUN_FINISHED]: (m, d) => {
     m.summary = d.summary ?? null;
     m.status = d.summary?.status ?? RUN_STATUS.FINISHED;
     closeRunning(m);
   },
+  /** @param {import("./protocol.js").RunFailed} d */
   [EV.RUN_FAILED]: (m, d) => {
     m.status = RUN_STATUS.FAILED;
     if (m.build === "running") m.build = { failed: true, message: d.message ?? "" };

@@ -38,3 +38,61 @@ def test_run_model_is_queued_until_run_started():
         [False, None, 4],
         [False, None, "cancelled"],
     ]
+
+
+LEAF_SCRIPT = """
+import(process.argv[1]).then(({ RunModel }) => {
+  const events = JSON.parse(process.argv[2]);
+  const m = new RunModel("r");
+  const out = [];
+  for (const ev of events) {
+    m.apply(ev);
+    out.push([m.doneCount(), m.runningPass()?.name ?? null]);
+  }
+  console.log(JSON.stringify({ steps: out, leaves: m.leafRows().map((r) => r.name),
+    planned: m.planned, plan: m.plan.map((p) => p.name), build: m.build }));
+});
+"""
+
+
+def _leaf_run_events() -> list[dict[str, object]]:
+    """A Sequential (index 0) around two passes, built with the protocol's builders."""
+    from explorer import protocol as p
+
+    def finished(index: int, name: str, depth: int, parent: int | None, leaf: bool) -> object:
+        return p.pass_finished(
+            pass_index=index, name=name, opt_level=0, depth=depth, parent_index=parent,
+            before=1, after=2, changed=True, leaf=leaf, elapsed_ms=1.0, span_coverage=1.0,
+            stats=p.pass_stats(nodes=1, nodes_delta=0), numerics=None)
+
+    plan = [p.planned_pass(name=n, depth=1, opt_level=0) for n in ("A", "B")]
+    data = [
+        (p.RUN_STARTED, p.run_started(options=p.RunOptions().to_json(), initial_snapshot=1,
+                                      num_passes_planned=2, plan=plan, numerics_error=None)),
+        (p.PASS_STARTED, p.pass_started(pass_index=0, name="Seq", opt_level=0, depth=0,
+                                        parent_index=None)),
+        (p.PASS_STARTED, p.pass_started(pass_index=1, name="A", opt_level=0, depth=1,
+                                        parent_index=0)),
+        (p.PASS_FINISHED, finished(1, "A", 1, 0, True)),
+        (p.PASS_STARTED, p.pass_started(pass_index=2, name="B", opt_level=0, depth=1,
+                                        parent_index=0)),
+        (p.PASS_FINISHED, finished(2, "B", 1, 0, True)),
+        (p.PASS_FINISHED, finished(0, "Seq", 0, None, False)),
+        (p.BUILD_STARTED, p.build_started()),
+        (p.BUILD_FINISHED, p.build_finished(num_nodes=3, num_kernels=2)),
+    ]
+    return [{"index": i, "type": t, "data": d} for i, (t, d) in enumerate(data)]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_run_model_counts_the_passes_the_server_marks_leaf():
+    module = (ROOT / "static" / "src" / "run-model.js").as_uri()
+    events = json.dumps(_leaf_run_events())
+    done = subprocess.run(["node", "--input-type=module", "-e", LEAF_SCRIPT, module, events],
+                          capture_output=True, text=True, timeout=60, check=True)
+    got = json.loads(done.stdout)
+    assert got["steps"] == [[0, None], [0, "Seq"], [0, "A"], [1, "Seq"], [1, "B"], [2, "Seq"],
+                            [2, None], [2, None], [2, None]]
+    assert got["leaves"] == ["A", "B"]
+    assert (got["planned"], got["plan"]) == (2, ["A", "B"])
+    assert got["build"] == {"num_nodes": 3, "num_kernels": 2}

@@ -156,12 +156,13 @@ export class SessionPage {
     this.stream.start().catch((err) => replace(this.banner, errorBox(`Run ${runId} unavailable:`, err.message)));
   }
 
+  /** @param {import("../run-model.js").RunModel} model */
   runChanged(model) {
     this.options.setRunning(!model.finished);
     this.status.dataset.status = model.status;
     this.status.textContent = statusText(model);
     this.hub.emit(TOPIC.RUN_CHANGED, model);
-    this.options.setPassNames(model.rows().filter((r) => !r.isContainer).map((r) => r.name));
+    this.options.setPassNames(model.leafRows().map((r) => r.name));
     this.applyPending(model);
     if (model.finished && !this.refreshedRuns) {
       this.refreshedRuns = true;
@@ -183,6 +184,7 @@ export class SessionPage {
     }
   }
 
+  /** @param {number} passIndex */
   selectPass(passIndex) {
     const row = this.stream?.model.pass(passIndex);
     if (!row) return;
@@ -229,7 +231,7 @@ export class SessionPage {
 
 function statusText(model) {
   if (model.status === "running") {
-    const running = model.rows().filter((r) => r.state === "running" && !r.isContainer).at(-1);
+    const running = model.runningPass();
     return model.build === "running" ? "building…" : running ? `running ${running.name}…` : "running…";
   }
   const s = model.summary;

@@ -86,15 +86,16 @@ export class DiffPane extends Pane {
   }
 
   selectFirstChange() {
-    const first = this.model?.rows().find((r) => r.changed && !r.isContainer);
+    const first = this.model?.leafRows().find((r) => r.changed);
     if (first) this.hub.emit(TOPIC.PASS_SELECTED, { passIndex: first.pass_index });
   }
 
+  /** @param {import("../run-model.js").RunModel} model */
   fillChoices(model) {
     this.model = model;
     const choices = model.snapshotChoices();
     this.wholeButton.disabled = choices.length < 2;
-    this.firstButton.disabled = !model.rows().some((r) => r.changed && !r.isContainer);
+    this.firstButton.disabled = !model.leafRows().some((r) => r.changed);
     const key = choices.map((c) => c.id).join(",");
     for (const select of [this.leftSelect, this.rightSelect]) {
       const current = select.value;
@@ -120,7 +121,10 @@ export class DiffPane extends Pane {
     this.hub.emit(TOPIC.COMPARE, { left, right, passIndex: null, title: "custom comparison" });
   }
 
-  /** Show snapshots `left` / `right` (right may be null while a pass runs). */
+  /**
+   * Show snapshots `left` / `right` (right may be null while a pass runs).
+   * @param {import("../hub.js").Compare} compare
+   */
   async compare({ left, right, title, captions }) {
     const seq = ++this.requestSeq;
     this.current = { left, right };
@@ -236,6 +240,10 @@ export class DiffPane extends Pane {
     });
   }
 
+  /**
+   * @param {import("../hub.js").ExprSelected | {layer: string} | null} selection
+   * @param {boolean} scroll
+   */
   select(selection, scroll) {
     this.selection = selection;
     this.paint(scroll);

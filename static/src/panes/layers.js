@@ -28,6 +28,10 @@ export class LayersPane extends Pane {
   }
 
   /** Update the linked / active marks in place (a model may have 50,000 layers). */
+  /**
+   * @param {Set<string>} linked layers named by the selected expression's spans
+   * @param {string | null} active the selected layer
+   */
   mark(linked, active) {
     const touched = new Set([...this.linked, ...linked, this.active, active].filter(Boolean));
     this.linked = linked;
@@ -63,7 +67,7 @@ export class LayersPane extends Pane {
     li.firstChild.setAttribute("aria-pressed", String(this.active === name));
   }
 
-  /** @param {{layers: Array<{name, op_type}>}} graph */
+  /** @param {import("../protocol.js").FrontendGraph} graph */
   update(graph) {
     this.layers = graph?.layers ?? [];
     this.renderRows();

@@ -24,6 +24,7 @@ export class ProvenancePane extends Pane {
       "Click an expression (or put the cursor on it and press Enter) to see where it came from."));
   }
 
+  /** @param {import("../hub.js").ExprSelected} sel */
   async show(sel) {
     const seq = ++this.seq;
     this.layersEl = h("ul.chip-list", { "data-testid": "expr-layers" },
@@ -62,6 +63,7 @@ export class ProvenancePane extends Pane {
     `#${step.pass_index} ${step.pass_name}`);
   }
 
+  /** @param {import("../protocol.js").Backtrace} trace */
   renderTrace(trace) {
     const steps = (trace.steps ?? []).filter((s) => s.action !== ACTION.KEPT);
     const kept = (trace.steps ?? []).length - steps.length;

@@ -59,7 +59,10 @@ export class SchedulesPane extends Pane {
     replace(this.detail, h("p.hint", {}, "Pick a kernel to step through its schedule, primitive by primitive."));
   }
 
-  /** Called when the tab becomes visible, and on run changes. */
+  /**
+   * Called when the tab becomes visible, and on run changes.
+   * @param {import("../run-model.js").RunModel} [model]
+   */
   maybeLoad(model) {
     this.model = model ?? this.model;
     if (!this.model || !this.active) return;

@@ -9,7 +9,7 @@ export class SummaryPane extends Pane {
     return h("div.pane.summary-pane", {}, this.body);
   }
 
-  /** @param {{session, graph, runs}} data */
+  /** @param {import("../protocol.js").SessionDetail} data */
   update({ session, graph, runs }) {
     const histogram = new Map();
     for (const l of graph?.layers ?? []) histogram.set(l.op_type, (histogram.get(l.op_type) ?? 0) + 1);

@@ -54,7 +54,7 @@ export class TimelinePane extends Pane {
     this.renderFailure(model);
     if (!model) return;
     const rows = model.rows();
-    const maxMs = Math.max(1e-6, ...rows.filter((r) => !r.isContainer).map((r) => r.elapsed_ms ?? 0));
+    const maxMs = Math.max(1e-6, ...model.leafRows().map((r) => r.elapsed_ms));
     const query = this.search.value.trim().toLowerCase();
     const hide = this.hideUnchanged.checked;
     let prev = null;
@@ -95,8 +95,8 @@ export class TimelinePane extends Pane {
       this.progressBar.style.width = "0";
       return;
     }
+    // Finished leaf passes (pass_finished.leaf) against the leaf passes run_started planned.
     const done = model.doneCount();
-    // The plan counts the leaf passes the run will report (exact for the pipelines we build).
     const planned = model.planned && done <= model.planned ? model.planned : null;
     const building = model.build === "running";
     const fraction = model.finished ? 1 : planned && !building ? done / planned : null;
@@ -139,6 +139,7 @@ export class TimelinePane extends Pane {
       captions: [`before ${a.name}`, `after ${b.name}`] });
   }
 
+  /** @param {number | null} passIndex */
   markSelected(passIndex) {
     this.selected = passIndex;
     for (const [index, el] of this.rowEls) el.setAttribute("aria-selected", String(index === passIndex));
@@ -175,6 +176,7 @@ export class TimelinePane extends Pane {
   }
 }
 
+/** @param {import("../run-model.js").PassRow} row */
 function fillRow(el, row, maxMs) {
   const ms = row.elapsed_ms;
   const width = ms === undefined || ms === null ? 0 : Math.min(100, (ms / maxMs) * 100);
@@ -182,7 +184,7 @@ function fillRow(el, row, maxMs) {
     : row.changed ? "changed" : "unchanged";
   el.dataset.state = row.state;
   el.dataset.changed = String(Boolean(row.changed));
-  el.classList.toggle("container", Boolean(row.isContainer));
+  el.classList.toggle("container", row.leaf === false);
   el.style.setProperty("--depth", String(row.depth ?? 0));
   el.title = rowTitle(row);
   replace(el,

@@ -1,0 +1,273 @@
+"""The bodies of the HTTP answers (docs/PROTOCOL.md, "HTTP") and of the socket acks.
+
+Routes and queries build them with the TypedDict constructors, keyword by keyword.
+"""
+
+from typing import Any, NotRequired, TypedDict
+
+from explorer.protocol.errors import ErrorResponse
+from explorer.protocol.names import BacktraceAction, DiffTag
+from explorer.protocol.options import RunOptionsJSON
+from explorer.protocol.shapes import FrontendGraph, RunEvent, RunSummary, Session, SourceMapEntry
+
+
+# --- sessions and runs ------------------------------------------------------------------------
+class SessionCreated(TypedDict):
+    """POST /api/sessions, POST /api/sessions/demo (201)."""
+
+    session: Session
+
+
+class SessionList(TypedDict):
+    """GET /api/sessions (most recent first)."""
+
+    sessions: list[Session]
+
+
+class SessionDetail(TypedDict):
+    """GET /api/sessions/<sid>."""
+
+    session: Session
+    graph: FrontendGraph
+    runs: list[RunSummary]
+
+
+class PassList(TypedDict):
+    """GET /api/passes: the registered pass names."""
+
+    passes: list[str]
+
+
+class RunDetail(TypedDict):
+    """GET /api/runs/<rid>."""
+
+    run: RunSummary
+
+
+class EventsPage(TypedDict):
+    """GET /api/runs/<rid>/events?since=N: every stored event with index >= N, in order."""
+
+    events: list[RunEvent]
+
+
+class RunImported(TypedDict):
+    """POST /api/runs/import (201): the new session (without a model file) and run."""
+
+    session: Session
+    run: RunSummary
+
+
+# --- snapshots and diffs ----------------------------------------------------------------------
+class Snapshot(TypedDict):
+    id: int
+    text: str
+    source_map: list[SourceMapEntry]
+    line_count: int
+
+
+class SnapshotDetail(TypedDict):
+    """GET /api/snapshots/<id>."""
+
+    snapshot: Snapshot
+
+
+class SnapshotText(TypedDict):
+    id: int
+    text: str
+
+
+class SnapshotTextDetail(TypedDict):
+    """GET /api/snapshots/<id>?part=text."""
+
+    snapshot: SnapshotText
+
+
+class SnapshotSourceMap(TypedDict):
+    id: int
+    source_map: list[SourceMapEntry]
+
+
+class SnapshotSourceMapDetail(TypedDict):
+    """GET /api/snapshots/<id>?part=source_map."""
+
+    snapshot: SnapshotSourceMap
+
+
+class DiffHunk(TypedDict):
+    """1-based inclusive line ranges; an empty range has end = start - 1."""
+
+    tag: DiffTag
+    a_start: int
+    a_end: int
+    b_start: int
+    b_end: int
+
+
+class DiffNodes(TypedDict):
+    added: list[int]
+    removed: list[int]
+    kept: list[int]
+
+
+class Diff(TypedDict):
+    """GET /api/diff?a=<snapshot>&b=<snapshot>."""
+
+    a: int
+    b: int
+    unified: str
+    hunks: list[DiffHunk]
+    nodes: DiffNodes
+
+
+# --- provenance -------------------------------------------------------------------------------
+class BacktraceStep(TypedDict):
+    """`pass_index` null and `pass_name` "import" for a node of the imported module."""
+
+    pass_index: int | None
+    pass_name: str
+    snapshot_id: int
+    action: BacktraceAction
+
+
+class Backtrace(TypedDict):
+    """GET /api/runs/<rid>/backtrace/<node_id>."""
+
+    node_id: int
+    layers: list[str]
+    steps: list[BacktraceStep]
+
+
+class LayerNode(TypedDict):
+    node_id: int
+    kind: str
+    start: list[int]
+    end: list[int]
+    op: str | None
+    spans: list[str]
+
+
+class LayerLookup(TypedDict):
+    """GET /api/runs/<rid>/layers/<name>: the final IR's expressions carrying the layer."""
+
+    layer: str
+    snapshot_id: int
+    nodes: list[LayerNode]
+
+
+class TimingNode(TypedDict):
+    pass_index: int
+    name: str
+    elapsed_ms: float
+    changed: bool
+    children: list["TimingNode"]
+
+
+class Timing(TypedDict):
+    """GET /api/runs/<rid>/timing: the Sequential tree of the finished passes."""
+
+    total_ms: float
+    passes: list[TimingNode]
+
+
+# --- schedules --------------------------------------------------------------------------------
+class ScheduleNode(TypedDict):
+    index: int
+    name: str
+    func_name: str
+    spans: list[str]
+    ops: list[str]
+    num_steps: int
+
+
+class TeddDiagrams(TypedDict):
+    """DOT text of each TEDD view (TEDD_VIEWS)."""
+
+    schedule_tree: str
+    itervar: str
+    dataflow: str
+
+
+class ScheduleStep(TypedDict):
+    k: int
+    primitive: str
+    python: str
+    loop_nest: str
+    tedd: TeddDiagrams
+
+
+class ScheduleList(TypedDict):
+    """GET /api/runs/<rid>/schedules."""
+
+    nodes: list[ScheduleNode]
+
+
+class ScheduleDetail(TypedDict):
+    """GET /api/runs/<rid>/schedules/<index>."""
+
+    node: ScheduleNode
+    steps: list[ScheduleStep]
+
+
+# --- socket requests and acks -----------------------------------------------------------------
+class StartRunRequest(TypedDict):
+    session_id: str
+    options: RunOptionsJSON
+
+
+class StartRunAck(TypedDict):
+    run_id: str
+
+
+class SubscribeRequest(TypedDict):
+    run_id: str
+    since: int
+
+
+class SubscribeAck(TypedDict):
+    ok: bool
+    replayed: int
+
+
+class RunRequest(TypedDict):
+    """`unsubscribe` and `cancel_run`."""
+
+    run_id: str
+
+
+class OkAck(TypedDict):
+    """`unsubscribe` (always true) and `cancel_run` (false: not queued or running here)."""
+
+    ok: bool
+
+
+Ack = StartRunAck | SubscribeAck | OkAck | ErrorResponse
+
+class ExportedEvent(TypedDict):
+    index: int
+    type: str
+    data: dict[str, Any]
+
+
+class ExportedGraph(FrontendGraph):
+    """The session's graph as stored: with the input shapes the upload gave."""
+
+    input_shapes: NotRequired[dict[str, list[int]] | None]
+
+
+class ExportedSnapshot(TypedDict):
+    text: str
+    source_map: list[SourceMapEntry]
+
+
+class RunExport(TypedDict):
+    """GET /api/runs/<rid>/export; POST /api/runs/import takes the same document."""
+
+    format: str
+    version: int
+    exported: float
+    session: Session
+    graph: ExportedGraph
+    run: RunSummary
+    events: list[ExportedEvent]
+    snapshots: dict[str, ExportedSnapshot]
+    artifacts: dict[str, Any]

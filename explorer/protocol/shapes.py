@@ -1,0 +1,95 @@
+"""Shapes shared by the HTTP answers and the run events: sessions, graphs, source maps,
+numerics, run summaries and the RunEvent envelope.
+
+No `from __future__ import annotations` in the declaration modules: Python 3.11 only sees
+`NotRequired` in a TypedDict whose annotations are evaluated.
+"""
+
+from typing import Any, NotRequired, TypedDict
+
+from explorer.protocol.names import ModelFormat, RunStatus
+from explorer.protocol.options import RunOptionsJSON
+
+
+class TensorInfo(TypedDict):
+    name: str
+    shape: list[int | str]  # "?" for a dynamic dimension
+    dtype: str
+
+
+class Session(TypedDict):
+    id: str
+    name: str
+    format: ModelFormat
+    created: float
+    num_layers: int
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+
+
+class Layer(TypedDict):
+    name: str
+    op_type: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any]
+
+
+class FrontendGraph(TypedDict):
+    layers: list[Layer]
+    inputs: list[Any]
+    outputs: list[Any]
+
+
+class SourceMapEntry(TypedDict):
+    """One printed expression: 1-based line, 0-based column, end exclusive."""
+
+    node_id: int
+    kind: str
+    start: list[int]
+    end: list[int]
+    spans: list[str]
+    op: str | None
+    ref: NotRequired[bool]  # true on a use of a bound name (`%3` after its definition)
+
+
+class Numerics(TypedDict):
+    """The numerical check of one snapshot against the imported model's outputs."""
+
+    max_abs_err: float | None
+    ok: bool
+    error: NotRequired[str]  # the snapshot could not be evaluated
+
+
+class RunSummary(TypedDict):
+    id: str
+    session_id: str
+    status: RunStatus
+    options: RunOptionsJSON
+    num_passes: int
+    num_changed: int
+    total_ms: float
+    first_numerics_break: str | None
+    drifted_layers: list[str]
+    failed_pass: str | None
+    error: str | None
+    final_snapshot: int | None
+
+
+class RunEvent(TypedDict):
+    """The one server -> client socket payload; `data` is the payload `type` names
+    (EVENT_PAYLOADS in explorer.protocol.events)."""
+
+    run_id: str
+    session_id: str
+    index: int
+    type: str
+    data: dict[str, Any]
+
+
+def empty_summary(run_id: str, session_id: str, options: RunOptionsJSON) -> RunSummary:
+    return RunSummary(
+        id=run_id, session_id=session_id, status="running", options=options, num_passes=0,
+        num_changed=0, total_ms=0.0, first_numerics_break=None, drifted_layers=[],
+        failed_pass=None, error=None, final_snapshot=None,
+    )
