@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from explorer.protocol import ApiError
+from explorer.protocol.checks import event_problems
 
 Check = Callable[[Any], bool]
 Fields = tuple[tuple[str, Check, str, bool], ...]  # (key, check, expectation, required)
@@ -114,6 +115,10 @@ def check_export(doc: Mapping[str, Any]) -> None:
     check_fields(doc["run"], RUN_FIELDS, "run")
     for k, event in enumerate(doc["events"]):
         check_fields(event, EVENT_FIELDS, f"events[{k}]")
+        found = event_problems(event["type"], event["data"], f"events[{k}].data")
+        if found:
+            field, _, problem = found[0].partition(": ")
+            raise invalid(field, problem)
     indices = [e["index"] for e in doc["events"]]
     if len(set(indices)) != len(indices):
         raise invalid("events", "must have distinct indices")

@@ -87,9 +87,7 @@ def _finished_passes(store: Store, run_id: str) -> tuple[int | None, list[dict[s
 
 
 def _leaves(passes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    parents = {p["parent_index"] for p in passes}
-    return sorted((p for p in passes if p["pass_index"] not in parents),
-                  key=lambda p: p["pass_index"])
+    return sorted((p for p in passes if p["leaf"]), key=lambda p: p["pass_index"])
 
 
 def backtrace(store: Store, cache: SnapshotIndexCache, run_id: str,

@@ -16,11 +16,14 @@ _SCALARS: dict[type, tuple[type, ...]] = {
 }
 
 
-def event_problems(event_type: str, data: Any) -> list[str]:
+def event_problems(event_type: str, data: Any, path: str | None = None) -> list[str]:
+    """What is wrong with `data` as the payload of an `event_type` event (paths start at
+    `path`, default the event type)."""
     payload = EVENT_PAYLOADS.get(event_type)
     if payload is None:
-        return [f"unknown event type {event_type!r}"]
-    return problems(payload, data, event_type)
+        return [f"{path}: unknown event type {event_type!r}" if path else
+                f"unknown event type {event_type!r}"]
+    return problems(payload, data, path or event_type)
 
 
 def problems(declared: Any, value: Any, path: str = "value") -> list[str]:

@@ -63,7 +63,7 @@ CASES = {
     "event-missing-snapshot": (_setting(("events", 0, "data", "initial_snapshot"), 987654),
                                "events[0].data.initial_snapshot", "lacks"),
     "event-snapshot-text": (_setting(("events", 0, "data", "initial_snapshot"), "x"),
-                            "events[0].data.initial_snapshot", "snapshot id"),
+                            "events[0].data.initial_snapshot", "expected int"),
     "final-snapshot-missing": (_setting(("run", "final_snapshot"), 987654),
                                "run.final_snapshot", "lacks"),
     "artifacts-list": (_setting(("artifacts",), [1]), "artifacts", "object"),
