@@ -38,7 +38,7 @@ ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.rel
 
 __all__ = ["ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext",
            "PassInstrument", "SourceMapTable", "compile_module", "load_model", "model_inputs",
-           "kernels", "pass_context", "plan", "print_snapshot", "registered_passes", "run_passes", "span_coverage"]
+           "kernels", "pass_context", "plan", "print_snapshot", "registered_passes", "run_passes", "span_coverage", "transform"]
 
 
 @dataclasses.dataclass(slots=True)

@@ -93,7 +93,8 @@ def build_demo_model() -> bytes:
                               producer_name="ir-explorer-demo")
     model.ir_version = 8
     onnx.checker.check_model(model)
-    return model.SerializeToString()
+    data: bytes = model.SerializeToString()
+    return data
 
 
 def demo_path(data_dir: Path) -> Path:

@@ -138,7 +138,8 @@ def get_schedule(rid: str, index: int) -> Response:
 def _schedules(rid: str) -> list[dict[str, Any]]:
     store = services().store
     store.run(rid)
-    return store.artifact(rid, "schedules", [])
+    nodes: list[dict[str, Any]] = store.artifact(rid, "schedules", [])
+    return nodes
 
 
 @bp.get("/api/runs/<rid>/export")

@@ -16,21 +16,23 @@ Ack = dict[str, Any]
 def _run_id(payload: Any) -> str:
     if not isinstance(payload, dict) or not isinstance(payload.get("run_id"), str):
         raise bad_request("bad_payload", "the payload needs a string 'run_id'")
-    return payload["run_id"]
+    run_id: str = payload["run_id"]
+    return run_id
 
 
 def _guard(handler: Any) -> Any:
     """Answer an ApiError as the ack `{"error": {...}}` instead of dropping it."""
     def wrapped(self: Namespace, payload: Any = None) -> Ack:
         try:
-            return handler(self, payload)
+            answer: Ack = handler(self, payload)
+            return answer
         except ApiError as err:
             return dict(err.body())
     wrapped.__name__ = handler.__name__
     return wrapped
 
 
-class ExplorerNamespace(Namespace):
+class ExplorerNamespace(Namespace):  # type: ignore[misc]  # flask_socketio is untyped
     @_guard
     def on_start_run(self, payload: Any) -> Ack:
         if not isinstance(payload, dict) or not isinstance(payload.get("session_id"), str):

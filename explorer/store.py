@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from explorer.compiler import SourceMapTable
 from explorer.protocol import RunEvent, RunSummary, Session, not_found
@@ -132,19 +132,19 @@ class Store:
         row = self._one("SELECT session FROM sessions WHERE id = ?", (sid,))
         if row is None:
             raise not_found("session", sid)
-        return json.loads(row[0])
+        return cast(Session, json.loads(row[0]))
 
     def session_graph(self, sid: str) -> dict[str, Any]:
         row = self._one("SELECT graph FROM sessions WHERE id = ?", (sid,))
         if row is None:
             raise not_found("session", sid)
-        return json.loads(row[0])
+        return cast(dict[str, Any], json.loads(row[0]))
 
     def session_model_file(self, sid: str) -> str | None:
         row = self._one("SELECT model_file FROM sessions WHERE id = ?", (sid,))
         if row is None:
             raise not_found("session", sid)
-        return row[0]
+        return cast(str | None, row[0])
 
     def set_session_snapshot(self, sid: str, snapshot_id: int) -> None:
         """The snapshot of the session's imported module, made at upload."""
@@ -176,7 +176,7 @@ class Store:
         row = self._one("SELECT summary FROM runs WHERE id = ?", (rid,))
         if row is None:
             raise not_found("run", rid)
-        return json.loads(row[0])
+        return cast(RunSummary, json.loads(row[0]))
 
     def runs_of(self, sid: str) -> list[RunSummary]:
         rows = self._all("SELECT summary FROM runs WHERE session_id = ? "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from explorer import queries
 from explorer.protocol import ApiError, bad_request
@@ -24,7 +25,7 @@ class Target:
     layer: str | None = None
 
 
-def _final(store: Store, run_id: str) -> dict:
+def _final(store: Store, run_id: str) -> dict[str, Any]:
     snap = store.run(run_id)["final_snapshot"]
     if snap is None:
         raise ApiError(409, "run_not_started", "the run produced no IR")
@@ -46,7 +47,7 @@ def resolve_target(store: Store, run_id: str, raw: str) -> Target:
                       f"IR nor a layer name of its spans{hint}")
 
 
-def _bound_node(snapshot: dict, name: str) -> int:
+def _bound_node(snapshot: dict[str, Any], name: str) -> int:
     """The node whose value the final IR binds to `name` (`  %3 = nn.relu(...)`)."""
     pattern = re.compile(rf"^\s*{re.escape(name)}\s*=\s*")
     for number, line in enumerate(snapshot["text"].splitlines(), start=1):
@@ -60,7 +61,7 @@ def _bound_node(snapshot: dict, name: str) -> int:
     raise bad_request("unknown_target", f"{name} is not bound in the final IR")
 
 
-def _line(text_lines: list[str], entry: dict) -> str:
+def _line(text_lines: list[str], entry: dict[str, Any]) -> str:
     line = entry["start"][0]
     return text_lines[line - 1].strip() if 0 < line <= len(text_lines) else ""
 

@@ -50,6 +50,7 @@ from explorer.protocol import (
 from explorer.runs.recording import RecordingInstrument, RunCancelledError, SnapshotRecorder
 from explorer.runs.schedules import schedules_of
 from explorer.sessions import SessionService
+from explorer.store import Store
 
 PassesHook = Callable[[list[Any], RunOptions], list[Any]]
 
@@ -112,7 +113,7 @@ class Outcome:
         return Outcome(summary, run_cancelled(message=reason))
 
 
-def finish_run(store: Any, hub: EventHub, outcome: Outcome) -> None:
+def finish_run(store: Store, hub: EventHub, outcome: Outcome) -> None:
     """Persist the final summary, then publish the terminal event."""
     summary = outcome.summary
     store.update_run(summary)
@@ -153,7 +154,7 @@ def run_passes(options: RunOptions, ctx: PassContext, hooks: Sequence[PassesHook
 class Execution:
     """Runs one pipeline and publishes its events (see module docstring)."""
 
-    def __init__(self, store: Any, sessions: SessionService, publish: Publish, run_id: str,
+    def __init__(self, store: Store, sessions: SessionService, publish: Publish, run_id: str,
                  session_id: str, options: RunOptions, cancel: threading.Event | None = None,
                  hooks: Sequence[PassesHook] = ()) -> None:
         self.store = store
@@ -243,7 +244,7 @@ class Execution:
         self._summarize(status)
         return Outcome(self.summary, data)
 
-    def _summarize(self, status: str) -> None:
+    def _summarize(self, status: RunStatus) -> None:
         s = self.summary
         s["status"] = status
         s["total_ms"] = round((time.perf_counter() - self.started) * 1e3, 3)

@@ -35,6 +35,7 @@ from explorer.runs.execution import Execution, finish_run
 from explorer.runs.supervisor import RunSupervisor
 from explorer.runs.worker import load_plugins, plugin_names, warm_up
 from explorer.sessions import SessionService, new_id
+from explorer.store import Store
 
 StartTask = Callable[..., Any]
 
@@ -80,7 +81,7 @@ def _kill_workers(active: dict[str, RunSupervisor]) -> None:
 
 
 class RunManager:
-    def __init__(self, store: Any, hub: EventHub, sessions: SessionService,
+    def __init__(self, store: Store, hub: EventHub, sessions: SessionService,
                  start_task: StartTask | None = None, config: RunConfig | None = None) -> None:
         self.store = store
         self.hub = hub

@@ -37,6 +37,7 @@ from explorer.protocol import (
     pass_stats,
 )
 from explorer.protocol import numerics as numerics_payload
+from explorer.store import Store
 
 ModuleKey = tuple[tuple[str, int, bool], ...]
 
@@ -63,7 +64,7 @@ def module_key(mod: IRModule) -> ModuleKey:
 class SnapshotRecorder:
     """Prints and stores module states, reusing the snapshot of an identical state."""
 
-    def __init__(self, store: Any, run_id: str, keep: int = 8) -> None:
+    def __init__(self, store: Store, run_id: str, keep: int = 8) -> None:
         self.store = store
         self.run_id = run_id
         self._recent: OrderedDict[ModuleKey, tuple[Snapshot, list[Any]]] = OrderedDict()

@@ -271,7 +271,7 @@ class RunSupervisor:
         return Outcome.failed(summary, pass_name, message, WORKER_CRASHED)
 
     def _summary(self) -> RunSummary:
-        summary = self.manager.store.run(self.run_id)
+        summary: RunSummary = self.manager.store.run(self.run_id)
         self.tracker.fill(summary)
         summary["total_ms"] = round((time.monotonic() - self.started) * 1e3, 3)
         return summary

@@ -44,6 +44,8 @@ from typing import Any
 from explorer.compiler import ENGINE_MODULES
 from explorer.protocol import EventData, RunOptions, RunOptionsJSON
 from explorer.runs.execution import Execution, Outcome, PassesHook, tune_gc_for_compilation
+from explorer.sessions import SessionService
+from explorer.store import Store
 
 START_METHOD = "forkserver"
 PRELOAD = ("explorer.runs.worker", "explorer.runs.probe", "explorer.runs.schedules",
@@ -89,9 +91,6 @@ def worker_main(job: Job, conn: Connection) -> None:
     cancel = threading.Event()
     threading.Thread(target=_listen, args=(conn, cancel), name="cancel-listener",
                      daemon=True).start()
-    from explorer.sessions import SessionService
-    from explorer.store import Store
-
     store = Store(job.db_path)
     try:
         outcome = _execute(job, store, SessionService(store, Path(job.models_dir)), conn,
@@ -104,7 +103,7 @@ def worker_main(job: Job, conn: Connection) -> None:
         store.close()
 
 
-def _execute(job: Job, store: Any, sessions: Any, conn: Connection,
+def _execute(job: Job, store: Store, sessions: SessionService, conn: Connection,
              cancel: threading.Event) -> Outcome:
     def publish(etype: str, data: EventData) -> None:
         _send(conn, ("event", store.append_event(job.run_id, job.session_id, etype, data)))
@@ -176,7 +175,8 @@ class WorkerProcess:
 
     @property
     def pid(self) -> int | None:
-        return self.process.pid
+        pid: int | None = self.process.pid
+        return pid
 
     def receive(self, timeout: float) -> tuple[list[tuple[Any, ...]], bool]:
         """(the messages that arrived within `timeout`, whether the pipe has closed)."""
@@ -204,7 +204,7 @@ class WorkerProcess:
             self.conn.send(("cancel",))
 
     def is_alive(self) -> bool:
-        return self.process.is_alive()
+        return bool(self.process.is_alive())
 
     def terminate(self) -> None:
         if self.process.is_alive():
@@ -216,7 +216,8 @@ class WorkerProcess:
 
     def join(self, timeout: float | None = None) -> int | None:
         self.process.join(timeout)
-        return self.process.exitcode
+        code: int | None = self.process.exitcode
+        return code
 
     def close(self) -> None:
         self.conn.close()
