@@ -107,12 +107,24 @@ def working_disabled(mod: IRModule, opt_level: int = 3, tries: int = 4
     raise RuntimeError(f"the pipeline still fails with {disabled} disabled")
 
 
+def optimize_passes(opt_level: int, disabled: tuple[str, ...]) -> list[Any]:
+    """relay.build's optimization stage (the standard pipeline) under these options: what
+    a run applies before LowerTE."""
+    return compiler.run_passes(None, False, compiler.pass_context(opt_level, (), disabled, []))
+
+
+def apply(passes: list[Any], mod: IRModule, ctx: Any) -> IRModule:
+    with ctx:
+        for stage in passes:
+            mod = stage(mod)
+    return mod
+
+
 def pipeline_plain(mod: IRModule, opt_level: int = 3,
                    disabled: tuple[str, ...] = ()) -> tuple[IRModule, float]:
-    pipeline = compiler.build_pipeline(opt_level, None)
+    passes = optimize_passes(opt_level, disabled)
     t0 = time.perf_counter()
-    with compiler.pass_context(opt_level, (), disabled, []):
-        final = pipeline(mod)
+    final = apply(passes, mod, compiler.pass_context(opt_level, (), disabled, []))
     return final, time.perf_counter() - t0
 
 
@@ -121,11 +133,10 @@ def pipeline_recorded(mod: IRModule, opt_level: int = 3,
     store = CountingStore()
     recorder = SnapshotRecorder(store, "bench")
     instrument = TimedRecording(recorder)
-    pipeline = compiler.build_pipeline(opt_level, None)
+    passes = optimize_passes(opt_level, disabled)
     t0 = time.perf_counter()
     recorder.record(mod)
-    with compiler.pass_context(opt_level, (), disabled, [instrument]):
-        final = pipeline(mod)
+    final = apply(passes, mod, compiler.pass_context(opt_level, (), disabled, [instrument]))
     recorder.record(final)
     elapsed = time.perf_counter() - t0
     out = OursResult(final=final)
@@ -142,18 +153,23 @@ def pipeline_recorded(mod: IRModule, opt_level: int = 3,
 
 def _per_pass(instrument: TimedRecording) -> list[Row]:
     finished = [d for etype, d in instrument.events if etype == "pass_finished"]
-    parents = {d["parent_index"] for d in finished}
     return [{"name": d["name"], "pass_s": d["elapsed_ms"] / 1e3, "changed": d["changed"],
-             "leaf": d["pass_index"] not in parents, "nodes": d["stats"]["nodes"],
+             "leaf": d["leaf"], "nodes": d["stats"]["nodes"],
              "record_s": instrument.hook_s.get(d["pass_index"], 0.0)} for d in finished]
 
 
-def build(mod: IRModule) -> tuple[int, float]:
-    """(graph nodes with a schedule, seconds); NotAvailable-style RuntimeError if missing."""
-    from explorer.runs.schedules import build_schedules
+def build(mod: IRModule, opt_level: int = 3, disabled: tuple[str, ...] = ()
+          ) -> tuple[int, float]:
+    """(kernels, seconds) of the rest of relay.build on an optimized module (LowerTE, graph
+    codegen) and every kernel's schedule steps, as a run stores them."""
+    from explorer.runs.schedules import schedules_of
 
+    ctx = compiler.pass_context(opt_level, (), disabled, [])
+    lowering = compiler.run_passes(None, True, ctx)[1:]
     t0 = time.perf_counter()
-    nodes = build_schedules(mod)
+    lib = compiler.compile_module(mod, {}, lowering, True, ctx).lib
+    assert lib is not None
+    nodes = schedules_of(lib)
     return len(nodes), time.perf_counter() - t0
 
 
@@ -178,7 +194,7 @@ def run_ours(path: Path, opt_level: int = 3, do_build: bool = True,
     build_s = 0.0
     if do_build and result.final is not None:
         try:
-            nodes, build_s = build(result.final)
+            nodes, build_s = build(result.final, opt_level, disabled)
             result.row.update({"build_s": build_s, "build_nodes": nodes})
         except (ImportError, AttributeError, NotImplementedError) as err:
             result.row["build"] = not_available(err)

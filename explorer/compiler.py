@@ -18,6 +18,7 @@ from typing import Any
 from engine import relay, transform
 from engine.instrument import PassInstrument
 from engine.ir import IRModule
+from engine.ir.expr import numbered_from
 from engine.ir.type import TensorType
 from engine.relay.backend.build_module import (
     GraphExecutorFactoryModule,
@@ -65,8 +66,11 @@ class Compiled:
 def load_model(path: Path, shapes: dict[str, list[int]] | None) -> Imported:
     """Import a model file (ONNX, TFLite, PyTorch .pt2 or Relay text, told apart by the
     engine from its content). Failures are the engine's typed errors (CorruptModelError,
-    ParseError, UnsupportedOperatorError, ...)."""
-    result = relay.frontend.load(str(path), shape=shapes)
+    ParseError, UnsupportedOperatorError, ...). The engine numbers the module's nodes
+    deterministically (`numbered_from`): the same file imported in two fresh worker
+    processes (the upload's probe, the run's worker) has the same node ids."""
+    with numbered_from():
+        result = relay.frontend.load(str(path), shape=shapes)
     return Imported(result.mod, dict(result.params or {}), model_format(str(result.format)),
                     graph_json(result.graph), list(result.warnings or []))
 

@@ -279,6 +279,15 @@ class Store:
         table = decode_source_map(raw)
         return json.loads(raw) if table is None else table.to_json()
 
+    def holds(self, snapshot_id: int, text: str, source_map: SourceMapLike) -> bool:
+        """Whether snapshot `snapshot_id` is exactly this text and source map."""
+        row = self._one("SELECT text_hash, map_hash FROM snapshots WHERE id = ?",
+                        (snapshot_id,))
+        if row is None:
+            raise not_found("snapshot", snapshot_id)
+        return bool(hashlib.sha256(text.encode()).hexdigest() == row[0]
+                    and hashlib.sha256(encode_source_map(source_map)).hexdigest() == row[1])
+
     def snapshot_text_hash(self, snapshot_id: int) -> str:
         row = self._one("SELECT text_hash FROM snapshots WHERE id = ?", (snapshot_id,))
         if row is None:

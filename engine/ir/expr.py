@@ -10,8 +10,9 @@ InferType fills in after construction. Structural comparison is
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -30,6 +31,25 @@ def reserve_node_ids(upto: int) -> None:
     nodes ids assigned in another process, so that new nodes cannot collide with them)."""
     global _node_ids
     _node_ids = itertools.count(max(next(_node_ids), upto + 1))
+
+
+IMPORT_ID_BASE = 1 << 30
+"""Where `numbered_from` starts a model's ids by default: above every id a fresh process
+hands out before it imports a model (its op registry, module-level constants)."""
+
+
+@contextlib.contextmanager
+def numbered_from(base: int = IMPORT_ID_BASE) -> Iterator[bool]:
+    """Number the nodes built inside from `base`, so building the same module gives it the
+    same ids in every process that has handed out fewer than `base` ids (a fresh worker
+    process: an upload imported in one child and again in another gets equal ids).
+    Yields whether that holds here; in a process past `base` the ids just continue.
+    Afterwards ids continue above every id given out."""
+    global _node_ids
+    start = next(_node_ids)
+    fresh = start <= base
+    _node_ids = itertools.count(base if fresh else start)
+    yield fresh
 
 
 class TypeNotInferredError(ValueError):

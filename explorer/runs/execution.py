@@ -38,6 +38,7 @@ from explorer.protocol import (
     RunCancelled,
     RunFailed,
     RunOptions,
+    RunStarted,
     RunStatus,
     RunSummary,
     build_finished,
@@ -151,12 +152,31 @@ def run_passes(options: RunOptions, ctx: PassContext, hooks: Sequence[PassesHook
     return passes
 
 
+def started_data(options: RunOptions, initial: int, passes: Sequence[Any], ctx: PassContext,
+                 numerics_error: str | None = None) -> RunStarted:
+    """run_started's data: the options, the initial snapshot and the exact pass plan."""
+    plan = compiler.plan(passes, ctx)
+    return run_started(options=options.to_json(), initial_snapshot=initial,
+                       num_passes_planned=len(plan), plan=plan, numerics_error=numerics_error)
+
+
+def announce_start(store: Store, publish: Publish, run_id: str, session_snapshot: int,
+                   options: RunOptions, hooks: Sequence[PassesHook] = ()) -> int:
+    """Publish run_started, before the run's worker has imported the model, with a copy of
+    the session's upload snapshot as the run's initial snapshot (the worker's import has
+    the same node ids: `compiler.load_model`; it checks); returns that snapshot's id."""
+    initial = store.copy_snapshot(session_snapshot, run_id)
+    ctx = run_context(options, [])
+    publish(RUN_STARTED, started_data(options, initial, run_passes(options, ctx, hooks), ctx))
+    return initial
+
+
 class Execution:
     """Runs one pipeline and publishes its events (see module docstring)."""
 
     def __init__(self, store: Store, sessions: SessionService, publish: Publish, run_id: str,
                  session_id: str, options: RunOptions, cancel: threading.Event | None = None,
-                 hooks: Sequence[PassesHook] = ()) -> None:
+                 hooks: Sequence[PassesHook] = (), announced: int | None = None) -> None:
         self.store = store
         self.sessions = sessions
         self.publish = publish
@@ -166,6 +186,7 @@ class Execution:
         self.options = options
         self.cancel = cancel or threading.Event()
         self.hooks = tuple(hooks)
+        self.announced = announced  # the initial snapshot of a run_started already published
         self.started = time.perf_counter()
         self.instrument: RecordingInstrument | None = None
         self.checker: NumericsChecker | None = None
@@ -192,7 +213,10 @@ class Execution:
     def _start(self, mod: IRModule, params: dict[str, Any]) -> tuple[PassContext, list[Any]]:
         """Record the imported module, set up the instruments, publish run_started."""
         recorder = SnapshotRecorder(self.store, self.run_id)
-        initial = recorder.record(mod).id
+        if self.announced is not None:
+            initial = recorder.record_as(mod, self.announced).id
+        else:
+            initial = recorder.record(mod).id
         numerics_error = None
         if self.options.check_numerics:
             try:
@@ -203,11 +227,10 @@ class Execution:
                                               self.checker)
         ctx = run_context(self.options, [self.instrument])
         passes = run_passes(self.options, ctx, self.hooks)
-        plan = compiler.plan(passes, ctx)
         self.summary["final_snapshot"] = initial
-        self.publish(RUN_STARTED, run_started(
-            options=self.options.to_json(), initial_snapshot=initial,
-            num_passes_planned=len(plan), plan=plan, numerics_error=numerics_error))
+        if self.announced is None:
+            self.publish(RUN_STARTED, started_data(self.options, initial, passes, ctx,
+                                                   numerics_error))
         return ctx, passes
 
     def _finish(self, compiled: Compiled) -> None:

@@ -42,6 +42,10 @@ from explorer.store import Store
 ModuleKey = tuple[tuple[str, int, bool], ...]
 
 
+class ImportMismatchError(Exception):
+    """A run's import of its model is not the module its run_started announced."""
+
+
 class RunCancelledError(Exception):
     """Raised from an instrument hook when the user cancelled the run."""
 
@@ -71,6 +75,21 @@ class SnapshotRecorder:
         self._keep = keep
         self.print_ms = 0.0
         self.num_printed = 0
+
+    def record_as(self, mod: IRModule, snapshot_id: int) -> Snapshot:
+        """Record `mod` as the stored snapshot `snapshot_id` (the upload's, announced before
+        this process imported the model again); ImportMismatchError when `mod` does not
+        print to exactly that snapshot, node ids included."""
+        start = time.perf_counter()
+        text, table = print_snapshot(mod)
+        if not self.store.holds(snapshot_id, text, table):
+            raise ImportMismatchError(
+                f"this import of the model differs from the upload's (snapshot {snapshot_id})")
+        coverage, num_nodes = table_coverage(table)
+        self.print_ms += (time.perf_counter() - start) * 1e3
+        snap = Snapshot(snapshot_id, module_key(mod), coverage, num_nodes, printed=False)
+        self._remember(snap, mod)
+        return snap
 
     def record(self, mod: IRModule) -> Snapshot:
         key = module_key(mod)

@@ -31,11 +31,12 @@ from explorer.protocol import (
     PASS_FINISHED,
     PASS_STARTED,
     RUN_STARTED,
+    EventData,
     RunEvent,
     RunOptions,
     RunSummary,
 )
-from explorer.runs.execution import Outcome, finish_run
+from explorer.runs.execution import Outcome, announce_start, finish_run
 from explorer.runs.worker import Job, WorkerProcess, environment, exit_description
 
 if TYPE_CHECKING:
@@ -135,13 +136,14 @@ class RunSupervisor:
 
     # --- control (any thread) -----------------------------------------------------------
     def launch(self) -> None:
-        """Start the worker (it announces the run) and the thread that supervises it."""
+        """Announce the run, then start the worker and the thread that supervises it."""
         cfg = self.manager.config
         self.started = time.monotonic()
         try:
+            announced = self._announce()
             job = Job(self.run_id, self.session_id, self.options.to_json(),
                       self.manager.store.path, str(self.manager.sessions.models_dir),
-                      cfg.plugins, environment())
+                      cfg.plugins, environment(), announced)
             worker = WorkerProcess(job)
         except Exception as exc:  # no process: the run fails, the server goes on
             self.error = f"the run's worker could not start: {type(exc).__name__}: {exc}"
@@ -152,6 +154,23 @@ class RunSupervisor:
             if self._cancel_at is not None:
                 worker.request_cancel()
         self.manager.start_task(self._supervise)
+
+    def _announce(self) -> int | None:
+        """Publish run_started from the session's upload snapshot, so the client sees the
+        imported module before the worker has imported it again; None (the worker
+        announces the run) when numerics are checked (run_started then says whether the
+        imported module can be evaluated)."""
+        store = self.manager.store
+        snapshot = store.session_snapshot(self.session_id)
+        if snapshot is None or self.options.check_numerics:
+            return None
+
+        def publish(etype: str, data: EventData) -> None:
+            self.tracker.observe(self.manager.hub.publish(self.run_id, self.session_id,
+                                                          etype, data))
+
+        return announce_start(store, publish, self.run_id, snapshot, self.options,
+                              self.manager.hooks)
 
     def request_cancel(self, reason: str | None = None) -> bool:
         """Ask the run to stop; False when its end has already been decided."""

@@ -66,6 +66,7 @@ class Job:
     models_dir: str
     plugins: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    announced: int | None = None  # the run's initial snapshot, when run_started is out
 
 
 def load_plugins(names: Iterable[str]) -> list[PassesHook]:
@@ -111,7 +112,7 @@ def _execute(job: Job, store: Store, sessions: SessionService, conn: Connection,
     hooks = load_plugins(job.plugins)
     options = RunOptions.from_json(job.options)
     return Execution(store, sessions, publish, job.run_id, job.session_id, options, cancel,
-                     hooks).execute()
+                     hooks, announced=job.announced).execute()
 
 
 def _send(conn: Connection, message: tuple[Any, ...]) -> None:

@@ -186,3 +186,27 @@ def test_top_level_namespaces_mirror_tvm() -> None:
     assert tvm.ir.structural_equal is not None and tvm.nd.array(np.ones(2)).shape == (2,)
     with pytest.raises(AttributeError):
         _ = relay.no_such_thing
+
+
+def test_numbered_from_gives_an_import_the_same_ids_in_every_fresh_process() -> None:
+    import subprocess
+    import sys
+
+    code = ("from engine.ir.expr import numbered_from\n"
+            "from engine.relay.parser import parse\n"
+            "with numbered_from() as fresh:\n"
+            "    mod = parse('def @main(%x: Tensor[(2), float32]) { nn.relu(add(%x, 1f)) }')\n"
+            "print(fresh, mod['main'].node_id, mod['main'].body.node_id)\n")
+    outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout for _ in range(2)]
+    assert outs[0] == outs[1] and outs[0].startswith("True ")
+
+
+def test_numbered_from_in_a_process_past_its_base_just_continues() -> None:
+    from engine import relay
+    from engine.ir.expr import numbered_from
+
+    with numbered_from(1) as fresh:
+        first = relay.var("x")
+    later = relay.var("y")
+    assert not fresh and later.node_id > first.node_id
