@@ -19,6 +19,7 @@ import numpy as np
 
 from engine.ir.attrs import EMPTY_ATTRS, Attrs, make_attrs
 from engine.ir.span import UNKNOWN_SPAN, SpanLike
+from engine.ir.text import node_text
 from engine.ir.type import Type
 from engine.runtime.ndarray import NDArray
 
@@ -69,9 +70,7 @@ class Expr:
         return self is other
 
     def astext(self, show_meta_data: bool = True) -> str:
-        from engine.relay.printer import astext
-
-        return astext(self, show_meta_data=show_meta_data)
+        return node_text(self, show_meta_data)
 
     def __str__(self) -> str:
         return self.astext(show_meta_data=False)

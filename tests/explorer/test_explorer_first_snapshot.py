@@ -10,7 +10,7 @@ import pytest
 from explorer_helpers import MODEL_TEXT, collect_until, start, terminal, upload
 
 from engine.relay.parser import parse
-from engine.relay.printer_table import NODE
+from engine.relay.printer.table import NODE
 from engine.relay.transform import InferType
 from engine.transform import PassContext, Sequential, get_pass
 from explorer import services

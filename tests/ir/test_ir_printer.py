@@ -229,8 +229,8 @@ def test_show_types_comment() -> None:
 
 def test_every_node_kind_has_a_printer() -> None:
     from engine.relay.expr_functor import NODE_KINDS
-    from engine.relay.printer_expr import ExprPrinter, MetaTable
-    from engine.relay.printer_writer import Writer
+    from engine.relay.printer.expr import ExprPrinter, MetaTable
+    from engine.relay.printer.writer import Writer
 
     table = ExprPrinter(Writer(), MetaTable())._render_table
     assert set(NODE_KINDS) <= set(table)
@@ -375,7 +375,7 @@ def test_source_map_table_matches_the_entries(make) -> None:  # noqa: ANN001
 
 
 def test_source_map_table_round_trips_through_json_and_columns() -> None:
-    from engine.relay.printer_table import SourceMapTable
+    from engine.relay.printer.table import SourceMapTable
 
     entries = print_ir(fused()).to_json()
     table = SourceMapTable.from_json(entries)
@@ -406,7 +406,7 @@ def test_equal_spans_in_distinct_objects_print_and_map_alike() -> None:
 
 
 def test_registered_type_text_replaces_memoized_trailers() -> None:
-    from engine.relay.printer_format import register_type_text
+    from engine.relay.printer.format import register_type_text
 
     class Opaque(IncompleteType):
         pass

@@ -25,7 +25,7 @@ from engine.ir.expr import (
     Var,
 )
 from engine.ir.op import Op
-from engine.relay.printer_format import (
+from engine.relay.printer.format import (
     attrs_text,
     name_or_quoted,
     sanitize_var_name,
@@ -34,7 +34,7 @@ from engine.relay.printer_format import (
     type_text,
     type_trailer,
 )
-from engine.relay.printer_writer import Writer
+from engine.relay.printer.writer import Writer
 
 ATOMIC = (Var, GlobalVar, Op, Constant)
 
