@@ -11,7 +11,7 @@ InferType fills in after construction. Structural comparison is
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -104,23 +104,32 @@ class Expr:
         return _binary("divide", other, self)
 
     def __neg__(self) -> Call:
-        from engine.ir.op import Op
-
-        return Call(Op.get("negative"), (self,))
+        return Call(_op("negative"), (self,))
 
     def __getitem__(self, index: int) -> TupleGetItem:
         return TupleGetItem(self, index)
 
     def astype(self, dtype: str) -> Call:
-        from engine.ir.op import Op
+        return Call(_op("cast"), (self,), Attrs({"dtype": dtype}, type_key="CastAttrs"))
 
-        return Call(Op.get("cast"), (self,), Attrs({"dtype": dtype}, type_key="CastAttrs"))
+
+_op_lookup: list[Callable[[str], Expr]] = []
+
+
+def register_op_lookup(lookup: Callable[[str], Expr]) -> None:
+    """How the arithmetic sugar finds an operator by name (`engine.ir.op` registers
+    `Op.get` when it is imported, which importing `engine.ir` does)."""
+    _op_lookup[:] = [lookup]
+
+
+def _op(name: str) -> Expr:
+    if not _op_lookup:
+        raise RuntimeError("no operator registry: import engine.ir (it registers Op.get)")
+    return _op_lookup[0](name)
 
 
 def _binary(name: str, lhs: Any, rhs: Any) -> Call:
-    from engine.ir.op import Op
-
-    return Call(Op.get(name), (_as_expr(lhs), _as_expr(rhs)))
+    return Call(_op(name), (_as_expr(lhs), _as_expr(rhs)))
 
 
 def _as_expr(value: Any) -> Expr:

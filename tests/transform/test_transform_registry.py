@@ -17,7 +17,7 @@ from engine.transform import (
 
 @pytest.fixture(autouse=True)
 def _private_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    registry.list_passes()  # load the providers first: their passes stay registered
+    registry.list_passes()  # Relay's passes (registered by `import engine`) stay registered
     monkeypatch.setattr(registry, "_FACTORIES", dict(registry._FACTORIES))
 
 

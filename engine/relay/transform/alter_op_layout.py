@@ -143,6 +143,7 @@ def alter_op_layout(func: Function, target: str = "llvm") -> tuple[Function, int
     return rewrite_layouts(func, memorizer), memorizer.changed_calls
 
 
+@register_pass
 def AlterOpLayout(target: object = None) -> Pass:  # noqa: N802 - TVM's name
     """Alter op layouts for `target` (default "llvm"), at opt_level 3."""
     target_text = str(target or "llvm")
@@ -152,10 +153,8 @@ def AlterOpLayout(target: object = None) -> Pass:  # noqa: N802 - TVM's name
         ctx.add_stat("altered", altered)
         return new
 
-    return function_pass(transform, opt_level=3, name="AlterOpLayout", required=["InferType"])
+    return function_pass(transform, opt_level=3, required=["InferType"])
 
-
-register_pass("AlterOpLayout", AlterOpLayout)
 
 __all__ = ["AlterMemorizer", "AlterOpLayout", "AlterOpLayoutError", "alter_conv2d_nchwc",
            "alter_op_layout", "channel_block", "register_alter_op_layout", "simd_lanes",

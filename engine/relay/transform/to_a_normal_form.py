@@ -210,15 +210,14 @@ def _transform(mod: IRModule, ctx: PassContext) -> IRModule:
     return mod
 
 
+@register_pass
 def ToANormalForm() -> Pass:  # noqa: N802 - TVM's name
     """Turn graph-form dataflow into let-bound A-normal form."""
-    return module_pass(_transform, opt_level=1, name="ToANormalForm")
+    return module_pass(_transform, opt_level=1)
 
 
 def ToANormalFormExpr(expr: Expr) -> Expr:  # noqa: N802 - TVM's name
     return to_a_normal_form(expr)
 
-
-register_pass("ToANormalForm", ToANormalForm)
 
 __all__ = ["ANFConverter", "ToANormalForm", "ToANormalFormExpr", "to_a_normal_form"]

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from engine import relay
+import engine.relay as relay
 from engine.ir.errors import UnsupportedOperatorError
 from engine.ir.expr import Constant, Expr, Function, Tuple, Var
 from engine.ir.module import IRModule
