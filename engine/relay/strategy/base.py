@@ -21,6 +21,7 @@ from engine.ir.attrs import Attrs
 from engine.ir.errors import EngineError
 from engine.ir.op import Op, register_op_attr
 from engine.ir.type import TensorType, TupleType, Type
+from engine.target import TargetLike, keys_of
 from engine.te import Schedule, Tensor
 
 ComputeFn = Callable[[Attrs, list[Tensor], Type], list[Tensor]]
@@ -45,12 +46,10 @@ def is_injective(tag: str) -> bool:
     return tag.split(",")[0] in INJECTIVE_TAGS
 
 
-def normalize_target(target: Any) -> str:
-    """"llvm", "cuda" from a target string such as "llvm -mcpu=skylake" or "nvidia/..."."""
-    text = str(getattr(target, "kind", target) or "llvm").strip().split()[0].lower()
-    if text in ("cuda", "nvptx", "rocm", "vulkan", "opencl", "metal") or "nvidia" in text:
-        return "cuda"
-    return "llvm"
+def normalize_target(target: TargetLike) -> str:
+    """The schedule family of a target: "cuda" for a GPU kind, else "llvm". Parsing the
+    target is `engine.target`'s (`keys_of`); this only picks one of `TARGETS`."""
+    return "cuda" if "gpu" in keys_of(target) else "llvm"
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ class OpStrategy:
     compute: ComputeFn
     schedules: Mapping[str, ScheduleFn] = field(default_factory=dict)
 
-    def schedule_for(self, target: Any) -> ScheduleFn:
+    def schedule_for(self, target: TargetLike) -> ScheduleFn:
         kind = normalize_target(target)
         fn = self.schedules.get(kind)
         if fn is None:
