@@ -306,6 +306,11 @@ BaseFunc = Function
 DATAFLOW_KINDS = (Call, Tuple, TupleGetItem)
 """Node kinds whose children are traversed iteratively (chains of these can be 100k deep)."""
 
+COMPUTING_KINDS: tuple[type[Expr], ...] = (Call, Tuple, TupleGetItem, Let, If, Constant)
+"""Expressions that compute a value, the ones span coverage counts. Not variables, ops
+or global names (they name things; parameters come from the model's inputs), nor
+functions (a function is its body, whose expressions are counted)."""
+
 
 def children(expr: Expr) -> Sequence[Expr]:
     """The direct sub-expressions of a node, in evaluation order."""
