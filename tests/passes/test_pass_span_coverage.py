@@ -44,8 +44,9 @@ def test_nested_function_bodies_are_counted():
 
 
 def test_computing_kinds_are_declared_once():
-    assert COMPUTING_KINDS == (relay.Call, relay.Tuple, relay.TupleGetItem, relay.Let,
-                               relay.If, relay.Constant)
+    expected = (relay.Call, relay.Tuple, relay.TupleGetItem, relay.Let, relay.If,
+                relay.Constant)
+    assert expected == COMPUTING_KINDS
 
 
 def test_source_map_table_counts_as_the_analysis_does():
