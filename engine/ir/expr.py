@@ -228,7 +228,7 @@ class Tuple(Expr):
     def __getitem__(self, index: int) -> Expr:  # type: ignore[override]
         return self.fields[index]
 
-    def __iter__(self):  # noqa: ANN204
+    def __iter__(self):
         return iter(self.fields)
 
 
@@ -317,7 +317,7 @@ def children(expr: Expr) -> Sequence[Expr]:
     return _CHILDREN[type(expr)](expr)
 
 
-_CHILDREN: dict[type, Any] = {
+_CHILDREN: dict[type, Callable[[Any], Sequence[Expr]]] = {
     Var: lambda e: (),
     GlobalVar: lambda e: (),
     Constant: lambda e: (),
@@ -330,8 +330,14 @@ _CHILDREN: dict[type, Any] = {
 }
 
 
-def register_children(cls: type, fn: Any) -> None:
+def register_children(cls: type, fn: Callable[[Any], Sequence[Expr]]) -> None:
     _CHILDREN[cls] = fn
+
+
+def operands(expr: Expr) -> Sequence[Expr]:
+    """The children a node consumes as values: `children` without a call's callee (an Op,
+    a Function or a GlobalVar is not a value the call waits for)."""
+    return expr.args if isinstance(expr, Call) else _CHILDREN[type(expr)](expr)
 
 
 def as_tuple_of_exprs(values: Iterable[Expr]) -> tuple[Expr, ...]:

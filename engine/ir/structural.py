@@ -233,6 +233,8 @@ def _eq_function(c: _EqualChecker, a: Function, b: Function, path: _Path, stack:
     return True
 
 
+# Equality pairs the fields of two nodes (each with its path, for the error message), so
+# each handler names its node's fields; hashing below walks `children` like everything else.
 _EXPR_EQUAL: dict[type, Any] = {
     Var: _eq_var, GlobalVar: _eq_global_var, Op: _eq_op, Constant: _eq_constant,
     Call: _eq_call, Tuple: _eq_tuple, TupleGetItem: _eq_getitem, Let: _eq_let, If: _eq_if,

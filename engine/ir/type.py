@@ -30,7 +30,7 @@ class AnyDim:
         return (AnyDim, ())
 
 
-def Any() -> AnyDim:  # noqa: N802 - TVM's name
+def Any() -> AnyDim:  # TVM's name
     return AnyDim()
 
 

@@ -26,6 +26,7 @@ from engine.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    operands,
 )
 from engine.ir.op import Op
 from engine.ir.traversal import post_order, post_order_visit
@@ -67,13 +68,7 @@ def _dataflow_post_order(root: Expr, done: Callable[[Expr], bool]) -> list[Expr]
             continue
         seen.add(id(node))
         stack.append((node, True))
-        if isinstance(node, Call):
-            kids: tuple[Expr, ...] = node.args
-        elif isinstance(node, Tuple):
-            kids = node.fields
-        else:
-            kids = (node.tuple_value,)  # type: ignore[attr-defined]
-        for kid in reversed(kids):
+        for kid in reversed(operands(node)):
             if isinstance(kid, DATAFLOW_KINDS) and id(kid) not in seen and not done(kid):
                 stack.append((kid, False))
     return order

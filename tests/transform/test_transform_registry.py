@@ -25,7 +25,7 @@ def test_register_forms_and_get_returns_fresh_instances() -> None:
     register_pass("RegA", lambda: logging_pass("RegA", []))
 
     @register_pass
-    def RegB() -> ModulePass:  # noqa: N802
+    def RegB() -> ModulePass:
         return logging_pass("RegB", [])
 
     @register_pass("RegC")

@@ -48,7 +48,7 @@ def canonicalize_ops(func: Function, mod: IRModule | None = None) -> Function:
 
 
 @register_pass
-def CanonicalizeOps() -> Pass:  # noqa: N802 - TVM's name
+def CanonicalizeOps() -> Pass:  # TVM's name
     """Rewrite nn.bias_add into add + expand_dims."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

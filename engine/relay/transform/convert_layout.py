@@ -103,7 +103,7 @@ def convert_layout(func: Function, desired_layouts: Mapping[str, Sequence[str]]
 
 
 @register_pass
-def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]] | None = None  # noqa: N802
+def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]] | None = None
                   ) -> Pass:
     """Convert the named ops to the desired layouts (TVM's opt_level 3 pass; without
     desired layouts, as the registry makes it, it converts nothing)."""

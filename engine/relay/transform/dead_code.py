@@ -142,7 +142,7 @@ def dead_code_elimination(func: Function, mod: IRModule | None = None, inline_on
 
 
 @register_pass
-def DeadCodeElimination(inline_once: bool = False,  # noqa: N802 - TVM's name
+def DeadCodeElimination(inline_once: bool = False,  # TVM's name
                         ignore_impurity: bool = False) -> object:
     """Remove unused let bindings (and inline single-use ones with `inline_once`)."""
 

@@ -116,7 +116,7 @@ def eliminate_common_subexpr(func: Function, fskip: Skip | None = None) -> Funct
 
 
 @register_pass
-def EliminateCommonSubexpr(fskip: Skip | None = None) -> Pass:  # noqa: N802 - TVM's name
+def EliminateCommonSubexpr(fskip: Skip | None = None) -> Pass:  # TVM's name
     """Merge duplicate calls; `fskip(call) -> bool` exempts calls from merging."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

@@ -159,7 +159,7 @@ def fold_constant(expr: Expr, mod: IRModule | None = None, fold_qnn: bool = Fals
 
 
 @register_pass
-def FoldConstant(fold_qnn: bool = False) -> Pass:  # noqa: N802 - TVM's name
+def FoldConstant(fold_qnn: bool = False) -> Pass:  # TVM's name
     """Fold every subexpression that only depends on constants."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

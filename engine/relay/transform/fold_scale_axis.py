@@ -35,19 +35,19 @@ def _fold_pass(folder: Folder) -> Pass:
 
 
 @register_pass
-def BackwardFoldScaleAxis() -> Pass:  # noqa: N802 - TVM's name
+def BackwardFoldScaleAxis() -> Pass:  # TVM's name
     """Fold the per-channel multiply after a conv2d / dense into its weight."""
     return _fold_pass(backward_fold_scale_axis)
 
 
 @register_pass
-def ForwardFoldScaleAxis() -> Pass:  # noqa: N802 - TVM's name
+def ForwardFoldScaleAxis() -> Pass:  # TVM's name
     """Fold the per-channel multiply before a conv2d / dense into its weight."""
     return _fold_pass(forward_fold_scale_axis)
 
 
 @register_pass
-def FoldScaleAxis() -> Pass:  # noqa: N802 - TVM's name
+def FoldScaleAxis() -> Pass:  # TVM's name
     """Backward, then forward folding, then FoldConstant (TVM's composition)."""
     fold_constant: Pass = FoldConstant()  # type: ignore[assignment]
     return Sequential([BackwardFoldScaleAxis(), ForwardFoldScaleAxis(), fold_constant],

@@ -181,7 +181,7 @@ def fuse_ops(func: Function, opt_level: int, max_depth: int = 256,
 
 
 @register_pass
-def FuseOps(fuse_opt_level: int = -1) -> Pass:  # noqa: N802 - TVM's name
+def FuseOps(fuse_opt_level: int = -1) -> Pass:  # TVM's name
     """Fuse operators into Primitive functions (fuse_opt_level -1: the context's opt_level)."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

@@ -14,7 +14,7 @@ def _infer_type(mod: IRModule, ctx: PassContext) -> IRModule:
 
 
 @register_pass
-def InferType() -> Pass:  # noqa: N802 - TVM's name
+def InferType() -> Pass:  # TVM's name
     """Fill `checked_type` on every expression; never changes the module's structure."""
     return module_pass(_infer_type, opt_level=0)
 

@@ -96,7 +96,7 @@ def _transform(mod: IRModule, ctx: PassContext) -> IRModule:
 
 
 @register_pass
-def LambdaLift() -> Pass:  # noqa: N802 - TVM's name
+def LambdaLift() -> Pass:  # TVM's name
     """Lift nested functions (and closures) to global functions."""
     return module_pass(_transform, opt_level=0)
 

@@ -46,7 +46,7 @@ def remove_unused_functions(mod: IRModule, entry_functions: Iterable[str] | None
 
 
 @register_pass
-def RemoveUnusedFunctions(entry_functions: Iterable[str] | None = None  # noqa: N802
+def RemoveUnusedFunctions(entry_functions: Iterable[str] | None = None
                           ) -> object:
     """Remove functions that no entry function (default: main) calls, even indirectly."""
     entries = list(entry_functions) if entry_functions is not None else None

@@ -51,7 +51,7 @@ RESHAPES = ("reshape", "contrib_reverse_reshape")
 TRANSPOSES = ("transpose", "layout_transform")
 
 
-def _relay():  # noqa: ANN202 - the relay namespace, imported late (it imports the passes)
+def _relay():  # the relay namespace, imported late (it imports the passes)
     import engine.relay as relay
 
     return relay
@@ -315,7 +315,7 @@ def simplify_expr(func: Function, mod: IRModule | None = None) -> Function:
 
 
 @register_pass
-def SimplifyExpr() -> Pass:  # noqa: N802 - TVM's name
+def SimplifyExpr() -> Pass:  # TVM's name
     """Simplify consecutive reshapes/transposes/casts, *_like ops and algebraic identities."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

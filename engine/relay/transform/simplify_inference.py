@@ -110,7 +110,7 @@ def simplify_inference(func: Function, mod: IRModule | None = None) -> Function:
 
 
 @register_pass
-def SimplifyInference() -> Pass:  # noqa: N802 - TVM's name
+def SimplifyInference() -> Pass:  # TVM's name
     """Unpack batch_norm, layer_norm and dropout for inference."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:

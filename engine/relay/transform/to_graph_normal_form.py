@@ -68,7 +68,7 @@ def _transform(mod: IRModule, ctx: PassContext) -> IRModule:
 
 
 @register_pass
-def ToGraphNormalForm() -> Pass:  # noqa: N802 - TVM's name
+def ToGraphNormalForm() -> Pass:  # TVM's name
     """Remove let bindings: every variable is replaced by its value."""
     return module_pass(_transform, opt_level=1)
 
