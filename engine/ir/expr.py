@@ -11,7 +11,7 @@ InferType fills in after construction. Structural comparison is
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -225,10 +225,11 @@ class Tuple(Expr):
     def __len__(self) -> int:
         return len(self.fields)
 
+    # A tuple's item is its field itself, not Expr's `TupleGetItem` sugar (TVM's choice).
     def __getitem__(self, index: int) -> Expr:  # type: ignore[override]
         return self.fields[index]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Expr]:
         return iter(self.fields)
 
 

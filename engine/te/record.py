@@ -55,7 +55,7 @@ class Step:
 # --- encoding -------------------------------------------------------------------------------
 
 def _iter_var_ref(sch: ScheduleView, iv: IterVar, prefer: Stage | None) -> Any:
-    stages = ([prefer] if prefer is not None else []) + sch.stages
+    stages = [*([prefer] if prefer is not None else []), *sch.stages]
     for stage in stages:
         for index, candidate in enumerate(stage.all_iter_vars):
             if candidate is iv:

@@ -19,7 +19,8 @@ from typing import Any
 from engine.ir.errors import EngineError
 from engine.transform.passes import Pass
 
-PassFactory = Callable[[], Pass]
+PassFactory = Callable[..., Pass]
+"""Makes a fresh Pass; the registry calls it without arguments."""
 
 _FACTORIES: dict[str, PassFactory] = {}
 _LOCK = threading.Lock()
@@ -57,14 +58,14 @@ def register_pass(name: Any = None, factory: Any = None, *, override: bool = Fal
                                 override)
 
 
-def _decorate(name: str, factory: Callable[..., Any], override: bool) -> Any:
-    """Register `factory` under `name`; a function comes back naming its passes `name`."""
-    if inspect.isclass(factory):
-        return _add(name, factory, override)
-    return _add(name, _naming(name, factory), override)
+def _decorate(name: str, factory: PassFactory, override: bool) -> PassFactory:
+    """Register `factory` under `name`; a function comes back naming its passes `name`
+    (a pass class is named after itself already)."""
+    is_class = inspect.isclass(factory)
+    return _add(name, factory if is_class else _naming(name, factory), override)
 
 
-def _naming(name: str, factory: Callable[..., Any]) -> Callable[..., Pass]:
+def _naming(name: str, factory: PassFactory) -> PassFactory:
     @functools.wraps(factory)
     def make(*args: Any, **kwargs: Any) -> Pass:
         made = factory(*args, **kwargs)

@@ -60,7 +60,7 @@ def _dataflow_closure(root: Expr) -> dict[Expr, None]:
     return found
 
 
-def _deps(node: Expr) -> tuple[Expr, ...]:
+def _deps(node: Expr) -> Sequence[Expr]:
     """Sub-expressions that must be bound before `node` is printed inline.
 
     For an `if`, that includes what both branches share: it is bound once, before the

@@ -49,8 +49,7 @@ def ForwardFoldScaleAxis() -> Pass:  # TVM's name
 @register_pass
 def FoldScaleAxis() -> Pass:  # TVM's name
     """Backward, then forward folding, then FoldConstant (TVM's composition)."""
-    fold_constant: Pass = FoldConstant()  # type: ignore[assignment]
-    return Sequential([BackwardFoldScaleAxis(), ForwardFoldScaleAxis(), fold_constant],
+    return Sequential([BackwardFoldScaleAxis(), ForwardFoldScaleAxis(), FoldConstant()],
                       opt_level=3)
 
 
