@@ -18,10 +18,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.ir import IRModule  # noqa: E402
-from explorer import compiler  # noqa: E402
-from explorer.runs.recording import RecordingInstrument, SnapshotRecorder  # noqa: E402
-from explorer.store import Store  # noqa: E402
+from engine.ir import IRModule
+from explorer import compiler
+from explorer.runs.recording import RecordingInstrument, SnapshotRecorder
+from explorer.store import Store
 
 Row = dict[str, Any]
 

@@ -24,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Row, model_path, report  # noqa: E402
+from _common import Row, model_path, report
 
 LABELS = {"resnet50": "ResNet-50", "mobilenetv2": "MobileNetV2"}
 

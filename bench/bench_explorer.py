@@ -13,11 +13,11 @@ client for the run), prints a table and appends it to bench/results/explorer.md.
 from __future__ import annotations
 
 import io
-from multiprocessing import forkserver
 import platform
 import sys
 import tempfile
 import time
+from multiprocessing import forkserver
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH, Row, median_of, model_path, report, run_worker  # noqa: E402
-from bench_tvm import aggregate  # noqa: E402
+from _common import BENCH, Row, median_of, model_path, report, run_worker
+from bench_tvm import aggregate
 
 COLUMNS = ("model", "plain pipeline_s", "recorded pipeline_s", "overhead_s",
            "overhead / pass time", "snapshots", "snapshot_mb", "peak_rss_mb plain",

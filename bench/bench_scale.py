@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import MODEL_DIR, Row, model_path, report, run_worker  # noqa: E402
-from bench_tvm import aggregate, ours_cmd, tvm_available, tvm_cmd  # noqa: E402
+from _common import MODEL_DIR, Row, model_path, report, run_worker
+from bench_tvm import aggregate, ours_cmd, tvm_available, tvm_cmd
 
 SIZES = (1000, 5000, 10000, 50000, 100000)
 QUICK_SIZES = (1000, 5000)

@@ -20,8 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import MODEL_DIR, ROOT, model_path  # noqa: E402
-from _ours import import_model, pipeline_recorded  # noqa: E402
+from _common import MODEL_DIR, ROOT, model_path
+from _ours import import_model, pipeline_recorded
 
 
 def self_times(frame: Any, out: Counter[str]) -> None:

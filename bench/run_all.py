@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH, RESULTS, ROOT, markdown_table  # noqa: E402
+from _common import BENCH, RESULTS, ROOT, markdown_table
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,9 +21,9 @@ import numpy as np
 import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from zoo_builder import ZooBuilder, conv_bn_act, scaled  # noqa: E402
-from zoo_models_seq import SEQUENCE_MODELS  # noqa: E402
-from zoo_models_vision import VISION_MODELS  # noqa: E402
+from zoo_builder import ZooBuilder, conv_bn_act, scaled
+from zoo_models_seq import SEQUENCE_MODELS
+from zoo_models_vision import VISION_MODELS
 
 _c = scaled
 _conv_bn_relu = conv_bn_act

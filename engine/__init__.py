@@ -5,18 +5,19 @@
 """
 
 from engine import (
+    instrument,
     ir,
-    relay,  # noqa: E402,I001  (relay needs ir first)
+    relay,
     runtime,
+    transform,
 )
 from engine._lazy import lazy_getattr
 from engine.ir import IRModule
+from engine.relay import transform as _relay_passes  # noqa: F401  (registers Relay's passes)
 from engine.runtime import cpu, device
 from engine.runtime import ndarray as nd
 
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "transform": ("engine.transform", None),
-    "instrument": ("engine.instrument", None),
     "te": ("engine.te", None),
     "tir": ("engine.tir", None),
     "lower": ("engine.driver", "lower"),
@@ -29,6 +30,13 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 
 __getattr__ = lazy_getattr("engine", _LAZY, globals())
 
+# `tvm.ir.transform` / `tvm.ir.instrument` are the same modules as `tvm.transform` /
+# `tvm.instrument`. The IR core sits below them and cannot import them, so the facade
+# links them here.
+ir.transform = transform  # type: ignore[attr-defined]
+ir.instrument = instrument  # type: ignore[attr-defined]
 
-__all__ = ["IRModule", "cpu", "device", "ir", "nd", "relay", "runtime"]
+
+__all__ = ["IRModule", "cpu", "device", "instrument", "ir", "nd", "relay", "runtime",
+           "transform"]
 __version__ = "0.1.0"

@@ -132,6 +132,32 @@ def _parse(text: str) -> tuple[str, dict[str, Any]]:
     return kind, attrs
 
 
+TargetLike = str | Mapping[str, Any] | Target | TargetKind | None
+"""How callers name a target: a string, a dict with a "kind", a Target, a kind, or None."""
+
+
+def kind_of(target: TargetLike) -> str:
+    """The canonical kind name of a target, leniently: "llvm -mcpu=skylake" -> "llvm",
+    "cpu" -> "llvm", {"kind": "cuda"} -> "cuda", a TVM tag such as
+    "nvidia/geforce-rtx-3070" -> "cuda", None or "" -> "llvm". An unknown kind comes back
+    as written (lower case); `Target(...)` is the strict constructor that rejects it."""
+    if isinstance(target, Target):
+        return target.kind.name
+    if isinstance(target, TargetKind):
+        return target.name
+    text = str(target.get("kind", "")) if isinstance(target, Mapping) else str(target or "")
+    words = text.split()
+    word = words[0].lower() if words else "llvm"
+    if "nvidia" in word:
+        return "cuda"
+    return _ALIASES.get(word, word)
+
+
+def keys_of(target: TargetLike) -> tuple[str, ...]:
+    """The keys of a target's kind (what schedules are chosen by); () for an unknown kind."""
+    return _KINDS.get(kind_of(target), ())
+
+
 def create(target: str | Target) -> Target:
     return Target(target)
 
@@ -146,10 +172,10 @@ def llvm(mcpu: str = "", options: str = "") -> Target:
     return Target(text)
 
 
-def target_kind(target: str | Mapping[str, Any] | Target | None) -> str:
-    """The schedule family a target compiles with: "cuda" for GPU targets, else "llvm"."""
-    parsed = target if isinstance(target, Target) else Target(target or "llvm")
-    return "cuda" if "gpu" in parsed.keys else "llvm"
+def target_kind(target: TargetLike) -> str:
+    """The schedule family a target compiles with: "cuda" for a GPU kind, else "llvm"."""
+    return "cuda" if "gpu" in keys_of(target) else "llvm"
 
 
-__all__ = ["Target", "TargetError", "TargetKind", "create", "cuda", "llvm", "target_kind"]
+__all__ = ["Target", "TargetError", "TargetKind", "TargetLike", "create", "cuda", "keys_of",
+           "kind_of", "llvm", "target_kind"]

@@ -25,8 +25,7 @@ from engine.relay.backend.build_module import (
     build_passes,
     codegen,
 )
-from engine.relay.printer import print_ir
-from engine.relay.printer_table import SourceMapTable
+from engine.relay.printer import SourceMapTable, print_ir
 from engine.relay.testing.numerics import NumericsChecker
 from engine.relay.transform.pipeline import bind_params
 from engine.transform import PassContext
@@ -178,12 +177,15 @@ def compile_module(mod: IRModule, params: dict[str, Any], stages: Sequence[trans
         return Compiled(mod, codegen(mod, TARGET) if build else None)
 
 
-def plan(stages: Sequence[transform.Pass], ctx: PassContext) -> list[PlannedPass]:
-    """The leaf passes `stages` will execute under `ctx`, in order ({name, depth,
-    opt_level}): a dry walk of the very passes `compile_module` applies."""
-    from explorer.planning import leaf_plan
-
-    return [planned_pass(**step) for stage in stages for step in leaf_plan(stage, ctx)]
+def plan(stages: Sequence[transform.Pass], ctx: PassContext) -> list[PlannedPass] | None:
+    """The leaf passes `stages` will execute under `ctx`, in order: the engine's dry walk
+    (`transform.plan`) of the very passes `compile_module` applies; None when a pass
+    requires one that is not registered (the run then fails on it)."""
+    try:
+        return [planned_pass(name=step.name, depth=step.depth, opt_level=step.opt_level)
+                for stage in stages for step in transform.plan(stage, ctx)]
+    except transform.PassNotFoundError:
+        return None
 
 
 def kernels(lib: GraphExecutorFactoryModule) -> list[tuple[int, Any]]:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from goldens import set_update
 from shared_models import model_path
 
 
@@ -13,3 +14,12 @@ from shared_models import model_path
 def onnx_model() -> Callable[[str], Path]:
     """`onnx_model("resnet50")` -> path of the generated ONNX file."""
     return model_path
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-goldens", action="store_true", default=False,
+                     help="write the golden IR files instead of comparing with them")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    set_update(bool(config.getoption("--update-goldens")))

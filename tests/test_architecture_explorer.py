@@ -41,3 +41,18 @@ def test_the_engine_never_imports_the_explorer() -> None:
                  for path in sorted((ROOT / "engine").rglob("*.py"))
                  if (names := [n for n in imported_modules(path) if _top(n) == "explorer"])}
     assert offenders == {}
+
+
+def test_the_readmes_table_lists_every_package_folder() -> None:
+    """README.md's "What is inside" names each package folder down to engine/relay/X/."""
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("## What is inside"):text.index("## The CLI")]
+    named = {cell.strip("`").rstrip("/") for row in table.splitlines() if row.startswith("| `")
+             for cell in row.split("|")[1].replace(",", " ").split()}
+    packages = {init.parent.relative_to(ROOT).as_posix()
+                for top in ("engine", "explorer") for init in (ROOT / top).rglob("__init__.py")
+                if len(init.parent.relative_to(ROOT).parts) <= 3}
+    packages -= {"engine"}  # the facade: the table's rows are its subpackages
+    assert packages - named == set(), "add these folders to README.md's table"
+    assert {n for n in named if "/" in n or n in ("engine", "explorer")} - packages - {
+        "templates", "static", "tests", "bench"} == set(), "README names folders that are gone"

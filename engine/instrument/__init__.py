@@ -2,10 +2,10 @@
 
 `PassInstrument` and the `pass_instrument` class decorator; built-ins
 `PassTimingInstrument`, `PrintBeforeAll`, `PrintAfterAll`, `PrintAfterChange`
-and `DumpIR`. The call order is documented in `engine.instrument.base`.
+and `DumpIR`. The call order is documented in `engine.transform.hooks`, where the
+base class lives (next to the PassContext that calls it).
 """
 
-from engine.instrument.base import PassInstrument, pass_instrument
 from engine.instrument.printing import (
     DumpIR,
     PrintAfterAll,
@@ -13,6 +13,7 @@ from engine.instrument.printing import (
     PrintBeforeAll,
 )
 from engine.instrument.timing import PassProfile, PassTimingInstrument
+from engine.transform.hooks import PassInstrument, pass_instrument
 
 __all__ = [
     "DumpIR", "PassInstrument", "PassProfile", "PassTimingInstrument", "PrintAfterAll",

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from engine.instrument.base import PassInstrument
 from engine.ir.module import IRModule
+from engine.transform.hooks import PassInstrument
 from engine.transform.module_diff import ModuleState, module_state, same_state
 
 Printer = Callable[[IRModule], str]

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.instrument.base import PassInstrument
+from engine.transform.hooks import PassInstrument
 
 
 @dataclass(eq=False, slots=True)

@@ -53,11 +53,3 @@ __all__ = [
     "register_op_attr", "structural_equal", "structural_hash",
 ]
 
-
-def __getattr__(name: str) -> object:
-    # tvm.ir.transform / tvm.ir.instrument are the same modules as tvm.transform / tvm.instrument
-    if name in ("transform", "instrument"):
-        from importlib import import_module
-
-        return import_module(f"engine.{name}")
-    raise AttributeError(f"module 'engine.ir' has no attribute {name!r}")

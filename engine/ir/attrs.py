@@ -35,6 +35,9 @@ class Attrs(Mapping[str, Any]):
     """
 
     __slots__ = ("_items", "_hash", "type_key")
+    _items: dict[str, Any]
+    _hash: int | None
+    type_key: str
 
     def __init__(self, items: Mapping[str, Any] | None = None, type_key: str = "DictAttrs",
                  **kwargs: Any) -> None:
@@ -68,10 +71,11 @@ class Attrs(Mapping[str, Any]):
         return _attr_equal(self._items, other._items)
 
     def __hash__(self) -> int:
-        if self._hash is None:
-            object.__setattr__(self, "_hash", hash(tuple(sorted(
-                (k, _hashable(v)) for k, v in self._items.items()))))
-        return self._hash  # type: ignore[return-value]
+        cached = self._hash
+        if cached is None:
+            cached = hash(tuple(sorted((k, _hashable(v)) for k, v in self._items.items())))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self._items.items())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -20,6 +20,7 @@ import numpy as np
 
 from engine.ir.attrs import EMPTY_ATTRS, Attrs, make_attrs
 from engine.ir.span import UNKNOWN_SPAN, SpanLike
+from engine.ir.text import node_text
 from engine.ir.type import Type
 from engine.runtime.ndarray import NDArray
 
@@ -89,9 +90,7 @@ class Expr:
         return self is other
 
     def astext(self, show_meta_data: bool = True) -> str:
-        from engine.relay.printer import astext
-
-        return astext(self, show_meta_data=show_meta_data)
+        return node_text(self, show_meta_data)
 
     def __str__(self) -> str:
         return self.astext(show_meta_data=False)
@@ -125,23 +124,32 @@ class Expr:
         return _binary("divide", other, self)
 
     def __neg__(self) -> Call:
-        from engine.ir.op import Op
-
-        return Call(Op.get("negative"), (self,))
+        return Call(_op("negative"), (self,))
 
     def __getitem__(self, index: int) -> TupleGetItem:
         return TupleGetItem(self, index)
 
     def astype(self, dtype: str) -> Call:
-        from engine.ir.op import Op
+        return Call(_op("cast"), (self,), Attrs({"dtype": dtype}, type_key="CastAttrs"))
 
-        return Call(Op.get("cast"), (self,), Attrs({"dtype": dtype}, type_key="CastAttrs"))
+
+_op_lookup: list[Callable[[str], Expr]] = []
+
+
+def register_op_lookup(lookup: Callable[[str], Expr]) -> None:
+    """How the arithmetic sugar finds an operator by name (`engine.ir.op` registers
+    `Op.get` when it is imported, which importing `engine.ir` does)."""
+    _op_lookup[:] = [lookup]
+
+
+def _op(name: str) -> Expr:
+    if not _op_lookup:
+        raise RuntimeError("no operator registry: import engine.ir (it registers Op.get)")
+    return _op_lookup[0](name)
 
 
 def _binary(name: str, lhs: Any, rhs: Any) -> Call:
-    from engine.ir.op import Op
-
-    return Call(Op.get(name), (_as_expr(lhs), _as_expr(rhs)))
+    return Call(_op(name), (_as_expr(lhs), _as_expr(rhs)))
 
 
 def _as_expr(value: Any) -> Expr:
@@ -237,10 +245,11 @@ class Tuple(Expr):
     def __len__(self) -> int:
         return len(self.fields)
 
+    # A tuple's item is its field itself, not Expr's `TupleGetItem` sugar (TVM's choice).
     def __getitem__(self, index: int) -> Expr:  # type: ignore[override]
         return self.fields[index]
 
-    def __iter__(self):  # noqa: ANN204
+    def __iter__(self) -> Iterator[Expr]:
         return iter(self.fields)
 
 
@@ -318,13 +327,18 @@ BaseFunc = Function
 DATAFLOW_KINDS = (Call, Tuple, TupleGetItem)
 """Node kinds whose children are traversed iteratively (chains of these can be 100k deep)."""
 
+COMPUTING_KINDS: tuple[type[Expr], ...] = (Call, Tuple, TupleGetItem, Let, If, Constant)
+"""Expressions that compute a value, the ones span coverage counts. Not variables, ops
+or global names (they name things; parameters come from the model's inputs), nor
+functions (a function is its body, whose expressions are counted)."""
+
 
 def children(expr: Expr) -> Sequence[Expr]:
     """The direct sub-expressions of a node, in evaluation order."""
     return _CHILDREN[type(expr)](expr)
 
 
-_CHILDREN: dict[type, Any] = {
+_CHILDREN: dict[type, Callable[[Any], Sequence[Expr]]] = {
     Var: lambda e: (),
     GlobalVar: lambda e: (),
     Constant: lambda e: (),
@@ -337,8 +351,14 @@ _CHILDREN: dict[type, Any] = {
 }
 
 
-def register_children(cls: type, fn: Any) -> None:
+def register_children(cls: type, fn: Callable[[Any], Sequence[Expr]]) -> None:
     _CHILDREN[cls] = fn
+
+
+def operands(expr: Expr) -> Sequence[Expr]:
+    """The children a node consumes as values: `children` without a call's callee (an Op,
+    a Function or a GlobalVar is not a value the call waits for)."""
+    return expr.args if isinstance(expr, Call) else _CHILDREN[type(expr)](expr)
 
 
 def as_tuple_of_exprs(values: Iterable[Expr]) -> tuple[Expr, ...]:

@@ -8,6 +8,8 @@ from typing import Any
 from engine.ir.attrs import EMPTY_ATTRS, Attrs, make_attrs
 from engine.ir.expr import Expr, Function, GlobalVar
 from engine.ir.span import UNKNOWN_SPAN
+from engine.ir.text import node_text
+from engine.ir.vars import free_vars
 
 
 class IRModule:
@@ -35,8 +37,6 @@ class IRModule:
         """A module whose `main` is `expr` (wrapped in a Function over its free vars)."""
         mod = IRModule(functions, type_defs)
         if not isinstance(expr, Function):
-            from engine.relay.analysis import free_vars
-
             expr = Function(tuple(free_vars(expr)), expr, span=UNKNOWN_SPAN)
         mod["main"] = expr
         return mod
@@ -137,9 +137,7 @@ class IRModule:
 
     # --- text -------------------------------------------------------------------
     def astext(self, show_meta_data: bool = True) -> str:
-        from engine.relay.printer import astext
-
-        return astext(self, show_meta_data=show_meta_data)
+        return node_text(self, show_meta_data)
 
     def __str__(self) -> str:
         return self.astext(show_meta_data=False)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from engine.ir.errors import EngineError
-from engine.ir.expr import Expr, register_children
+from engine.ir.expr import Expr, register_children, register_op_lookup
 
 
 class OpNotFoundError(EngineError, KeyError):
@@ -136,3 +136,4 @@ OpAttrFn = Callable[..., Any]
 
 
 register_children(Op, lambda e: ())
+register_op_lookup(Op.get)

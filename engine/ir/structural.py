@@ -63,6 +63,9 @@ class Mismatch:
 _DEF = 1  # the pair is a variable definition (function param, let var)
 _USE = 0
 
+_Stack = list[tuple[int, Any, Any, _Path]]
+"""Pairs still to compare: (mode, lhs, rhs, path)."""
+
 
 class _EqualChecker:
     def __init__(self, map_free_vars: bool, compare_spans: bool) -> None:
@@ -85,7 +88,7 @@ class _EqualChecker:
                 return False
         return True
 
-    def step(self, mode: int, a: Any, b: Any, path: _Path, stack: list) -> bool:
+    def step(self, mode: int, a: Any, b: Any, path: _Path, stack: _Stack) -> bool:
         if isinstance(a, IRModule) or isinstance(b, IRModule):
             return self.modules(a, b, path, stack)
         if not isinstance(a, Expr) or not isinstance(b, Expr):
@@ -129,7 +132,7 @@ class _EqualChecker:
             return self.fail(path, a, b, f"{a!r} vs {b!r}")
         return True
 
-    def modules(self, a: Any, b: Any, path: _Path, stack: list) -> bool:
+    def modules(self, a: Any, b: Any, path: _Path, stack: _Stack) -> bool:
         if not (isinstance(a, IRModule) and isinstance(b, IRModule)):
             return self.fail(path, a, b, "module vs non-module")
         names_a = [gv.name_hint for gv in a]
@@ -141,7 +144,7 @@ class _EqualChecker:
         return True
 
     # --- per kind -------------------------------------------------------------
-    def var(self, a: Var, b: Var, path: _Path, stack: list) -> bool:
+    def var(self, a: Var, b: Var, path: _Path, stack: _Stack) -> bool:
         mapped = self.var_map.get(a)
         if mapped is not None:
             return mapped is b or self.fail(path, a, b, "variables bound at different places")
@@ -155,19 +158,19 @@ class _EqualChecker:
                          "are different objects (use map_free_vars=True to match them)")
 
 
-def _eq_var(c: _EqualChecker, a: Var, b: Var, path: _Path, stack: list) -> bool:
+def _eq_var(c: _EqualChecker, a: Var, b: Var, path: _Path, stack: _Stack) -> bool:
     return c.var(a, b, path, stack)
 
 
-def _eq_global_var(c: _EqualChecker, a: GlobalVar, b: GlobalVar, path: _Path, stack: list) -> bool:
+def _eq_global_var(c: _EqualChecker, a: GlobalVar, b: GlobalVar, path: _Path, stack: _Stack) -> bool:
     return a.name_hint == b.name_hint or c.fail(path, a, b, f"@{a.name_hint} vs @{b.name_hint}")
 
 
-def _eq_op(c: _EqualChecker, a: Op, b: Op, path: _Path, stack: list) -> bool:
+def _eq_op(c: _EqualChecker, a: Op, b: Op, path: _Path, stack: _Stack) -> bool:
     return a.name == b.name or c.fail(path, a, b, f"op {a.name} vs {b.name}")
 
 
-def _eq_constant(c: _EqualChecker, a: Constant, b: Constant, path: _Path, stack: list) -> bool:
+def _eq_constant(c: _EqualChecker, a: Constant, b: Constant, path: _Path, stack: _Stack) -> bool:
     x, y = a.data.numpy(), b.data.numpy()
     if x.dtype != y.dtype or x.shape != y.shape:
         return c.fail(path, a, b, f"constant {x.shape}/{x.dtype} vs {y.shape}/{y.dtype}")
@@ -176,7 +179,7 @@ def _eq_constant(c: _EqualChecker, a: Constant, b: Constant, path: _Path, stack:
     return c.fail(path, a, b, "constant values differ")
 
 
-def _eq_call(c: _EqualChecker, a: Call, b: Call, path: _Path, stack: list) -> bool:
+def _eq_call(c: _EqualChecker, a: Call, b: Call, path: _Path, stack: _Stack) -> bool:
     if len(a.args) != len(b.args):
         return c.fail(path, a, b, f"{len(a.args)} vs {len(b.args)} arguments")
     if a.attrs != b.attrs:
@@ -190,7 +193,7 @@ def _eq_call(c: _EqualChecker, a: Call, b: Call, path: _Path, stack: list) -> bo
     return True
 
 
-def _eq_tuple(c: _EqualChecker, a: Tuple, b: Tuple, path: _Path, stack: list) -> bool:
+def _eq_tuple(c: _EqualChecker, a: Tuple, b: Tuple, path: _Path, stack: _Stack) -> bool:
     if len(a.fields) != len(b.fields):
         return c.fail(path, a, b, f"tuple of {len(a.fields)} vs {len(b.fields)} fields")
     for i in range(len(a.fields) - 1, -1, -1):
@@ -199,28 +202,28 @@ def _eq_tuple(c: _EqualChecker, a: Tuple, b: Tuple, path: _Path, stack: list) ->
 
 
 def _eq_getitem(c: _EqualChecker, a: TupleGetItem, b: TupleGetItem, path: _Path,
-                stack: list) -> bool:
+                stack: _Stack) -> bool:
     if a.index != b.index:
         return c.fail(path, a, b, f"tuple index {a.index} vs {b.index}")
     stack.append((_USE, a.tuple_value, b.tuple_value, _Path(path, "tuple_value")))
     return True
 
 
-def _eq_let(c: _EqualChecker, a: Let, b: Let, path: _Path, stack: list) -> bool:
+def _eq_let(c: _EqualChecker, a: Let, b: Let, path: _Path, stack: _Stack) -> bool:
     stack.append((_USE, a.body, b.body, _Path(path, "body")))
     stack.append((_USE, a.value, b.value, _Path(path, "value")))
     stack.append((_DEF, a.var, b.var, _Path(path, "var")))
     return True
 
 
-def _eq_if(c: _EqualChecker, a: If, b: If, path: _Path, stack: list) -> bool:
+def _eq_if(c: _EqualChecker, a: If, b: If, path: _Path, stack: _Stack) -> bool:
     stack.append((_USE, a.false_branch, b.false_branch, _Path(path, "false_branch")))
     stack.append((_USE, a.true_branch, b.true_branch, _Path(path, "true_branch")))
     stack.append((_USE, a.cond, b.cond, _Path(path, "cond")))
     return True
 
 
-def _eq_function(c: _EqualChecker, a: Function, b: Function, path: _Path, stack: list) -> bool:
+def _eq_function(c: _EqualChecker, a: Function, b: Function, path: _Path, stack: _Stack) -> bool:
     if len(a.params) != len(b.params):
         return c.fail(path, a, b, f"{len(a.params)} vs {len(b.params)} parameters")
     if not _type_equal(a.ret_type, b.ret_type):
@@ -233,6 +236,8 @@ def _eq_function(c: _EqualChecker, a: Function, b: Function, path: _Path, stack:
     return True
 
 
+# Equality pairs the fields of two nodes (each with its path, for the error message), so
+# each handler names its node's fields; hashing below walks `children` like everything else.
 _EXPR_EQUAL: dict[type, Any] = {
     Var: _eq_var, GlobalVar: _eq_global_var, Op: _eq_op, Constant: _eq_constant,
     Call: _eq_call, Tuple: _eq_tuple, TupleGetItem: _eq_getitem, Let: _eq_let, If: _eq_if,

@@ -9,6 +9,8 @@ from typing import Any as _Any
 
 import numpy as np
 
+from engine.ir.text import type_text
+
 
 class AnyDim:
     """A dimension unknown until run time, printed `?` (TVM's `relay.Any()`)."""
@@ -28,7 +30,7 @@ class AnyDim:
         return (AnyDim, ())
 
 
-def Any() -> AnyDim:  # noqa: N802 - TVM's name
+def Any() -> AnyDim:  # TVM's name
     return AnyDim()
 
 
@@ -93,8 +95,6 @@ class TensorType(Type):
         return tuple(int(d) for d in self.shape)  # type: ignore[arg-type]
 
     def __str__(self) -> str:
-        from engine.relay.printer import type_text
-
         return type_text(self)
 
 
@@ -106,8 +106,6 @@ class TupleType(Type):
         object.__setattr__(self, "fields", tuple(fields))
 
     def __str__(self) -> str:
-        from engine.relay.printer import type_text
-
         return type_text(self)
 
 
@@ -126,8 +124,6 @@ class FuncType(Type):
         object.__setattr__(self, "type_constraints", tuple(type_constraints))
 
     def __str__(self) -> str:
-        from engine.relay.printer import type_text
-
         return type_text(self)
 
 

@@ -17,10 +17,11 @@ from engine.ir.expr import (
     Var,
 )
 from engine.ir.type import Any, AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type
-from engine.relay import analysis
+from engine.relay import analysis, printer  # printer: registers the IR's text printer
 from engine.relay.expr import ExprWithOp, bind, const, var
 from engine.relay.expr_functor import ExprFunctor, ExprMutator, ExprVisitor
 from engine.relay.op import *  # noqa: F403  (relay.add, relay.nn, relay.image, ...)
+from engine.relay.printer import astext
 from engine.relay.scope_builder import ScopeBuilder
 from engine.relay.with_fields import (
     CallWithFields,
@@ -37,11 +38,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "op": ("engine.relay.op", None),
     "transform": ("engine.relay.transform", None),
     "frontend": ("engine.relay.frontend", None),
-    "printer": ("engine.relay.printer", None),
     "parser": ("engine.relay.parser", None),
     "fromtext": ("engine.relay.parser", "parse"),
     "parse": ("engine.relay.parser", "parse"),
-    "astext": ("engine.relay.printer", "astext"),
     "SIBuilder": ("engine.relay.si_builder", "SIBuilder"),
     "create_executor": ("engine.relay.interpreter", "create_executor"),
     "interpreter": ("engine.relay.interpreter", None),
@@ -60,5 +59,5 @@ __all__ = [
     "ExprVisitor", "ExprWithOp", "FuncType", "Function", "FunctionWithFields", "GlobalVar", "If",
     "IfWithFields", "IncompleteType", "Let", "LetWithFields", "ScopeBuilder", "TensorType",
     "Tuple", "TupleGetItem", "TupleGetItemWithFields", "TupleType", "TupleWithFields",
-    "Type", "Var", "VarWithFields", "analysis", "bind", "const", "var",
+    "Type", "Var", "VarWithFields", "analysis", "astext", "bind", "const", "printer", "var",
 ]

@@ -10,7 +10,7 @@ and returns the node itself when no child changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -26,9 +26,13 @@ from engine.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
-    children,
+    operands,
 )
 from engine.ir.op import Op
+from engine.ir.traversal import post_order, post_order_visit
+
+__all__ = ["NODE_KINDS", "ExprFunctor", "ExprMutator", "ExprVisitor", "post_order",
+           "post_order_visit"]
 
 NODE_KINDS: tuple[type[Expr], ...] = (
     Var, GlobalVar, Constant, Op, Call, Tuple, TupleGetItem, Let, If, Function,
@@ -64,13 +68,7 @@ def _dataflow_post_order(root: Expr, done: Callable[[Expr], bool]) -> list[Expr]
             continue
         seen.add(id(node))
         stack.append((node, True))
-        if isinstance(node, Call):
-            kids: tuple[Expr, ...] = node.args
-        elif isinstance(node, Tuple):
-            kids = node.fields
-        else:
-            kids = (node.tuple_value,)  # type: ignore[attr-defined]
-        for kid in reversed(kids):
+        for kid in reversed(operands(node)):
             if isinstance(kid, DATAFLOW_KINDS) and id(kid) not in seen and not done(kid):
                 stack.append((kid, False))
     return order
@@ -276,33 +274,3 @@ class ExprMutator(ExprFunctor):
         if body is fn.body and all(a is b for a, b in zip(params, fn.params)):
             return fn
         return replace(fn, params=params, body=body)
-
-
-def post_order(root: Expr,
-               kids: Callable[[Expr], Sequence[Expr]] = children) -> list[Expr]:
-    """Every node reachable from `root` through `kids`, children first, each once.
-
-    Iterative, so any depth is fine. `kids` chooses the edges to follow (the default is
-    every child; pass a narrower function to stay on dataflow edges or to skip the
-    bodies of primitive functions). It is called once per node, when the node is entered.
-    """
-    order: list[Expr] = []
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend((kid, False) for kid in reversed(kids(node)) if id(kid) not in seen)
-    return order
-
-
-def post_order_visit(expr: Expr, fvisit: Callable[[Expr], Any]) -> None:
-    """Call `fvisit` on every node reachable from `expr`, children first, once each."""
-    for node in post_order(expr):
-        fvisit(node)

@@ -32,6 +32,7 @@ from engine.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    operands,
 )
 from engine.ir.module import IRModule
 from engine.ir.op import Op
@@ -59,16 +60,9 @@ def _span_text(expr: Expr) -> str:
     return f" (span: {', '.join(names)})" if names else ""
 
 
-def _dataflow_kids(node: Expr) -> tuple[Expr, ...]:
-    if isinstance(node, Call):
-        return node.args
-    if isinstance(node, Tuple):
-        return node.fields
-    return (node.tuple_value,)  # type: ignore[attr-defined]
-
-
 def _dataflow_operands(node: Expr) -> tuple[Expr, ...]:
-    return tuple(kid for kid in _dataflow_kids(node) if isinstance(kid, DATAFLOW_KINDS))
+    """The operands evaluated in the dataflow order (a callee is evaluated by the call)."""
+    return tuple(kid for kid in operands(node) if isinstance(kid, DATAFLOW_KINDS))
 
 
 def _post_order(root: Expr) -> tuple[list[Expr], dict[Expr, int]]:

@@ -162,13 +162,13 @@ class SIBuilder:
                 raise TypeError(f"SIBuilder([spans]) takes spans, got {span!r}")
         return merge_spans(spans)
 
-    def CreateSpan(self) -> SpanLike:  # noqa: N802
+    def CreateSpan(self) -> SpanLike:
         """The collected span (the unknown span when the builder is disabled)."""
         return self._span
 
     create_span = Build = build = CreateSpan
 
-    def RecursivelyFillSpan(self, entry: Expr,  # noqa: N802
+    def RecursivelyFillSpan(self, entry: Expr,
                             inputs: Expr | Iterable[Expr] | None = None, *,
                             overwrite: bool = True) -> Expr:
         """`entry` rebuilt with the span on every expression down to `inputs`."""

@@ -11,7 +11,7 @@ the expression's span.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from engine.ir.errors import TypeInferenceError
@@ -26,6 +26,7 @@ from engine.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    operands,
 )
 from engine.ir.module import IRModule
 from engine.ir.op import Op
@@ -39,6 +40,9 @@ from engine.ir.type import (
 )
 from engine.relay.op._typing import type_str
 from engine.relay.op.op import TypeRelationError
+
+_WALKED = (Call, Tuple, TupleGetItem, If)
+"""Nodes whose operands are typed before them (a Let binds; a function is typed apart)."""
 
 _VISIT, _BIND, _DONE = 0, 1, 2
 
@@ -116,20 +120,13 @@ class TypeInferencer:
     # --- the walk ---------------------------------------------------------------------------
     def _expand(self, node: Expr, stack: list[tuple[int, Expr]]) -> None:
         stack.append((_DONE, node))
-        if isinstance(node, Call):
-            kids: tuple[Expr, ...] = node.args
-        elif isinstance(node, Tuple):
-            kids = node.fields
-        elif isinstance(node, TupleGetItem):
-            kids = (node.tuple_value,)
-        elif isinstance(node, If):
-            kids = (node.cond, node.true_branch, node.false_branch)
-        elif isinstance(node, Let):
+        kids: Sequence[Expr] = ()
+        if isinstance(node, Let):  # the value, then the var is bound, then the body
             stack.append((_VISIT, node.body))
             stack.append((_BIND, node))
             kids = (node.value,)
-        else:
-            kids = ()
+        elif isinstance(node, _WALKED):  # a call's callee is typed when the call is finished
+            kids = operands(node)
         for kid in reversed(kids):
             stack.append((_VISIT, kid))
 

@@ -23,38 +23,38 @@ def _with_fields(node: Expr, **fields: Any) -> Any:
     return replace(node, **changed)
 
 
-def CallWithFields(call: Call, op: Expr | None = None, args: Any = None, attrs: Any = None,  # noqa: N802
+def CallWithFields(call: Call, op: Expr | None = None, args: Any = None, attrs: Any = None,
                    type_args: Any = None, span: Any = None) -> Call:
     return _with_fields(call, op=op, args=args, attrs=attrs, type_args=type_args, span=span)
 
 
-def TupleWithFields(tup: Tuple, fields: Any = None, span: Any = None) -> Tuple:  # noqa: N802
+def TupleWithFields(tup: Tuple, fields: Any = None, span: Any = None) -> Tuple:
     return _with_fields(tup, fields=fields, span=span)
 
 
-def TupleGetItemWithFields(item: TupleGetItem, tuple_value: Expr | None = None,  # noqa: N802
+def TupleGetItemWithFields(item: TupleGetItem, tuple_value: Expr | None = None,
                            index: int | None = None, span: Any = None) -> TupleGetItem:
     return _with_fields(item, tuple_value=tuple_value, index=index, span=span)
 
 
-def LetWithFields(let: Let, var: Var | None = None, value: Expr | None = None,  # noqa: N802
+def LetWithFields(let: Let, var: Var | None = None, value: Expr | None = None,
                   body: Expr | None = None, span: Any = None) -> Let:
     return _with_fields(let, var=var, value=value, body=body, span=span)
 
 
-def IfWithFields(ite: If, cond: Expr | None = None, true_branch: Expr | None = None,  # noqa: N802
+def IfWithFields(ite: If, cond: Expr | None = None, true_branch: Expr | None = None,
                  false_branch: Expr | None = None, span: Any = None) -> If:
     return _with_fields(ite, cond=cond, true_branch=true_branch, false_branch=false_branch,
                         span=span)
 
 
-def FunctionWithFields(func: Function, params: Any = None, body: Expr | None = None,  # noqa: N802
+def FunctionWithFields(func: Function, params: Any = None, body: Expr | None = None,
                        ret_type: Any = None, type_params: Any = None, attrs: Any = None,
                        span: Any = None) -> Function:
     return _with_fields(func, params=params, body=body, ret_type=ret_type,
                         type_params=type_params, attrs=attrs, span=span)
 
 
-def VarWithFields(var: Var, name_hint: str | None = None, type_annotation: Any = None,  # noqa: N802
+def VarWithFields(var: Var, name_hint: str | None = None, type_annotation: Any = None,
                   span: Any = None) -> Var:
     return _with_fields(var, name_hint=name_hint, type_annotation=type_annotation, span=span)

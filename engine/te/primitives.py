@@ -10,17 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.te.errors import ScheduleError
-from engine.te.stage import AttachType, Fuse, IterVarAttr, Split, Stage
+from engine.te.stage import AttachType, Fuse, IterVarAttr, ScheduleView, Split, Stage
 from engine.te.tensor import ComputeOp, IterVar, IterVarType, Operation, Range, Tensor
 from engine.tir import expr as E
 from engine.tir.functor import rewrite, substitute
 from engine.tir.stmt import ForKind
-
-if TYPE_CHECKING:
-    from engine.te.schedule import Schedule
 
 
 def _leaf_position(stage: Stage, iv: IterVar) -> int:
@@ -41,7 +38,7 @@ def _positive(value: Any, what: str) -> E.PrimExpr:
     return expr
 
 
-def split(sch: Schedule, stage: Stage, parent: IterVar, factor: Any = None,
+def split(sch: ScheduleView, stage: Stage, parent: IterVar, factor: Any = None,
           nparts: Any = None) -> tuple[IterVar, IterVar]:
     if (factor is None) == (nparts is None):
         raise ScheduleError("split takes exactly one of factor= or nparts=")
@@ -74,7 +71,7 @@ def _fuse_pair(stage: Stage, outer: IterVar, inner: IterVar) -> IterVar:
     return fused
 
 
-def fuse(sch: Schedule, stage: Stage, *args: IterVar) -> IterVar:
+def fuse(sch: ScheduleView, stage: Stage, *args: IterVar) -> IterVar:
     if not args:
         raise ScheduleError("fuse needs at least one iter var")
     fused = args[0]
@@ -84,7 +81,7 @@ def fuse(sch: Schedule, stage: Stage, *args: IterVar) -> IterVar:
     return fused
 
 
-def reorder(sch: Schedule, stage: Stage, *args: IterVar) -> None:
+def reorder(sch: ScheduleView, stage: Stage, *args: IterVar) -> None:
     if len({id(a) for a in args}) != len(args):
         raise ScheduleError("reorder: an iter var is listed twice")
     positions = sorted(_leaf_position(stage, iv) for iv in args)
@@ -99,12 +96,12 @@ def _annotate(stage: Stage, iv: IterVar, **changes: Any) -> None:
 
 
 def _loop_kind(kind: ForKind) -> Callable[..., None]:
-    def apply(sch: Schedule, stage: Stage, iv: IterVar) -> None:
+    def apply(sch: ScheduleView, stage: Stage, iv: IterVar) -> None:
         _annotate(stage, iv, kind=kind, thread=None)
     return apply
 
 
-def bind(sch: Schedule, stage: Stage, iv: IterVar, thread: IterVar) -> None:
+def bind(sch: ScheduleView, stage: Stage, iv: IterVar, thread: IterVar) -> None:
     if not isinstance(thread, IterVar) or thread.iter_type != IterVarType.ThreadIndex:
         raise ScheduleError(f"bind needs a te.thread_axis, got {thread!r}")
     if iv.is_reduce:
@@ -112,13 +109,13 @@ def bind(sch: Schedule, stage: Stage, iv: IterVar, thread: IterVar) -> None:
     _annotate(stage, iv, kind=ForKind.THREAD_BINDING, thread=thread)
 
 
-def pragma(sch: Schedule, stage: Stage, iv: IterVar, pragma_type: str,
+def pragma(sch: ScheduleView, stage: Stage, iv: IterVar, pragma_type: str,
            pragma_value: Any = None) -> None:
     old = stage.iter_var_attrs.get(iv, IterVarAttr())
     _annotate(stage, iv, pragmas=old.pragmas + ((str(pragma_type), pragma_value),))
 
 
-def compute_at(sch: Schedule, stage: Stage, parent: Stage, scope: IterVar) -> None:
+def compute_at(sch: ScheduleView, stage: Stage, parent: Stage, scope: IterVar) -> None:
     if not isinstance(parent, Stage) or parent.schedule is not sch:
         raise ScheduleError("compute_at: the parent must be a stage of the same schedule")
     if parent is stage:
@@ -131,7 +128,7 @@ def compute_at(sch: Schedule, stage: Stage, parent: Stage, scope: IterVar) -> No
     stage.attach_stage, stage.attach_ivar = parent, scope
 
 
-def compute_inline(sch: Schedule, stage: Stage) -> None:
+def compute_inline(sch: ScheduleView, stage: Stage) -> None:
     op = stage.op
     if not isinstance(op, ComputeOp) or op.reduce_axis:
         raise ScheduleError(f"compute_inline: stage {stage.name} is not an injective compute "
@@ -142,12 +139,12 @@ def compute_inline(sch: Schedule, stage: Stage) -> None:
     stage.attach_stage = stage.attach_ivar = None
 
 
-def compute_root(sch: Schedule, stage: Stage) -> None:
+def compute_root(sch: ScheduleView, stage: Stage) -> None:
     stage.attach_type = AttachType.ROOT
     stage.attach_stage = stage.attach_ivar = None
 
 
-def set_scope(sch: Schedule, stage: Stage, scope: str) -> None:
+def set_scope(sch: ScheduleView, stage: Stage, scope: str) -> None:
     stage.scope = str(scope)
 
 
@@ -162,7 +159,7 @@ def _replace_reads(op: ComputeOp, old: Tensor, new: Tensor) -> ComputeOp:
     return op.with_body(tuple(rewrite(b, swap) for b in op.body))
 
 
-def _reader_stages(sch: Schedule, readers: Any) -> list[Stage]:
+def _reader_stages(sch: ScheduleView, readers: Any) -> list[Stage]:
     items = readers if isinstance(readers, (list, tuple)) else [readers]
     out = []
     for item in items:
@@ -180,7 +177,7 @@ def _copy_of(tensor: Tensor, name: str) -> Tensor:
     return op.output(0)
 
 
-def cache_read(sch: Schedule, stage: Stage | None, tensor: Tensor, scope: str,
+def cache_read(sch: ScheduleView, stage: Stage | None, tensor: Tensor, scope: str,
                readers: Any) -> Tensor:
     source = sch[tensor]
     reader_stages = _reader_stages(sch, readers)
@@ -195,7 +192,8 @@ def cache_read(sch: Schedule, stage: Stage | None, tensor: Tensor, scope: str,
     return cache
 
 
-def cache_write(sch: Schedule, stage: Stage | None, tensor: Tensor, scope: str) -> Tensor:
+def cache_write(sch: ScheduleView, stage: Stage | None, tensor: Tensor,
+                scope: str) -> Tensor:
     target = sch[tensor]
     op = target.op
     if not isinstance(op, ComputeOp):

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.te.errors import ScheduleError
-from engine.te.stage import Stage
+from engine.te.stage import ScheduleView, Stage
 from engine.te.tensor import IterVar, IterVarType, Operation, Tensor
 from engine.tir import expr as E
 from engine.tir.arith import simplify
-
-if TYPE_CHECKING:
-    from engine.te.schedule import Schedule
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +54,8 @@ class Step:
 
 # --- encoding -------------------------------------------------------------------------------
 
-def _iter_var_ref(sch: Schedule, iv: IterVar, prefer: Stage | None) -> Any:
-    stages = ([prefer] if prefer is not None else []) + sch.stages
+def _iter_var_ref(sch: ScheduleView, iv: IterVar, prefer: Stage | None) -> Any:
+    stages = [*([prefer] if prefer is not None else []), *sch.stages]
     for stage in stages:
         for index, candidate in enumerate(stage.all_iter_vars):
             if candidate is iv:
@@ -68,7 +65,7 @@ def _iter_var_ref(sch: Schedule, iv: IterVar, prefer: Stage | None) -> Any:
     raise ScheduleError(f"{iv!r} is not an iter var of any stage of this schedule")
 
 
-def encode(sch: Schedule, value: Any, prefer: Stage | None = None) -> Any:
+def encode(sch: ScheduleView, value: Any, prefer: Stage | None = None) -> Any:
     """A position-based reference for a live object (numbers and strings stay as they are)."""
     if isinstance(value, IterVar):
         return _iter_var_ref(sch, value, prefer)
@@ -83,14 +80,14 @@ def encode(sch: Schedule, value: Any, prefer: Stage | None = None) -> Any:
     return value
 
 
-def encode_step(sch: Schedule, name: str, stage: Stage | None, args: tuple[Any, ...],
+def encode_step(sch: ScheduleView, name: str, stage: Stage | None, args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Step:
     index = None if stage is None else sch.stage_index(stage)
     return Step(name, index, tuple(encode(sch, a, stage) for a in args),
                 tuple((k, encode(sch, v, stage)) for k, v in kwargs.items()))
 
 
-def decode(sch: Schedule, value: Any) -> Any:
+def decode(sch: ScheduleView, value: Any) -> Any:
     """The live object a reference denotes in `sch`."""
     if isinstance(value, IterVarRef):
         return sch.stages[value.stage].all_iter_vars[value.index]
@@ -138,7 +135,7 @@ class PythonNames:
 class PythonPrinter:
     """Renders steps as Python, replaying them on `sch` to learn what each returns."""
 
-    def __init__(self, sch: Schedule) -> None:
+    def __init__(self, sch: ScheduleView) -> None:
         self.sch = sch
         self.names = PythonNames()
         for stage in sch.stages:

@@ -77,6 +77,6 @@ def comm_reducer(fcombine: Combine, fidentity: Identity, name: str = "reduce") -
     return Reducer(fcombine, fidentity, name)
 
 
-sum = comm_reducer(lambda x, y: x + y, lambda t: E.make_const(0, t), name="sum")  # noqa: A001
-max = comm_reducer(intrin.max, intrin.min_value, name="max")  # noqa: A001
-min = comm_reducer(intrin.min, intrin.max_value, name="min")  # noqa: A001
+sum = comm_reducer(lambda x, y: x + y, lambda t: E.make_const(0, t), name="sum")
+max = comm_reducer(intrin.max, intrin.min_value, name="max")
+min = comm_reducer(intrin.min, intrin.max_value, name="min")

@@ -12,16 +12,14 @@ terms of the recorded ones, so the record lists each of them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from engine.ir.span import UNKNOWN_SPAN, SpanLike
 from engine.te.tensor import ComputeOp, IterVar, Operation
 from engine.tir import expr as E
 from engine.tir.stmt import ForKind
-
-if TYPE_CHECKING:
-    from engine.te.schedule import Schedule
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -62,6 +60,31 @@ class AttachType:
     SCOPE = "scope"
 
 
+class ScheduleView(Protocol):
+    """What stages, primitives and records use of the Schedule that owns them
+    (`engine.te.schedule.Schedule` implements it; it sits above these modules)."""
+
+    spans: SpanLike
+
+    @property
+    def stages(self) -> Sequence[Stage]: ...
+
+    @property
+    def outputs(self) -> Sequence[Operation]: ...
+
+    def __getitem__(self, key: Any) -> Stage: ...
+
+    def stage_index(self, stage: Stage) -> int: ...
+
+    def insert_stage(self, stage: Stage, before: Stage | None = None,
+                     after: Stage | None = None) -> None: ...
+
+    def replace_stage_op(self, stage: Stage, op: Operation, reset: bool = False) -> None: ...
+
+    def _apply(self, name: str, stage: Stage | None, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> Any: ...
+
+
 class Stage:
     """The loop structure of one operation within a Schedule."""
 
@@ -69,7 +92,7 @@ class Stage:
                  "iter_var_attrs", "attach_type", "attach_ivar", "attach_stage", "scope",
                  "is_output", "_span")
 
-    def __init__(self, schedule: Schedule, op: Operation, scope: str = "global") -> None:
+    def __init__(self, schedule: ScheduleView, op: Operation, scope: str = "global") -> None:
         self.schedule = schedule
         self.op = op
         self.origin_op = op

@@ -1,5 +1,6 @@
 """TIR: the loop-level IR that `tvm.lower` produces (TVM's `tvm.tir`)."""
 
+from engine.tir import printer as printer  # registers the TIR printer with the nodes
 from engine.tir.errors import EvalError, TIRError
 from engine.tir.expr import (
     EQ,

@@ -253,7 +253,7 @@ class CompiledFunc:
         self.source = gen.source()
         self.size_vars = gen.size_vars()
         namespace = dict(gen.namespace)
-        exec(compile(self.source, f"<tir:{func.name}>", "exec"), namespace)  # noqa: S102
+        exec(compile(self.source, f"<tir:{func.name}>", "exec"), namespace)
         self._kernel = namespace["kernel"]
 
     def _bind_sizes(self, arrays: list[np.ndarray]) -> dict[int, int]:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from engine.ir.span import UNKNOWN_SPAN, SpanLike
 from engine.tir.errors import TIRError
+from engine.tir.text import printer
 
 
 class ExprOp:
@@ -115,9 +116,7 @@ class PrimExpr(ExprOp):
         raise TypeError(f"{type(self).__name__} {self} is not a constant integer")
 
     def __str__(self) -> str:
-        from engine.tir.printer import expr_text
-
-        return expr_text(self)
+        return printer().expr_text(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self})"

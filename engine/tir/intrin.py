@@ -135,11 +135,11 @@ atan = _float_unary("atan")
 floor = _float_unary("floor")
 ceil = _float_unary("ceil")
 trunc = _float_unary("trunc")
-round = _float_unary("round")  # noqa: A001  (TVM's name)
+round = _float_unary("round")
 fabs = _float_unary("fabs")
 
 
-def abs(x: Any) -> PrimExpr:  # noqa: A001  (TVM's name)
+def abs(x: Any) -> PrimExpr:
     value = convert(x)
     if is_float(value.dtype):
         return call_intrin("fabs", value)
@@ -156,7 +156,7 @@ def power(x: Any, y: Any) -> PrimExpr:
     return call_intrin("pow", base, cast(exponent, base.dtype), dtype=base.dtype)
 
 
-pow = power  # noqa: A001  (TVM's name)
+pow = power
 
 
 def likely(cond: Any) -> PrimExpr:
@@ -172,11 +172,11 @@ def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
     return Call(op="if_then_else", args=(convert(cond), tv, fv), dtype=tv.dtype)
 
 
-def max(a: Any, b: Any) -> PrimExpr:  # noqa: A001  (TVM's name)
+def max(a: Any, b: Any) -> PrimExpr:
     return binary(Max, a, b)
 
 
-def min(a: Any, b: Any) -> PrimExpr:  # noqa: A001  (TVM's name)
+def min(a: Any, b: Any) -> PrimExpr:
     return binary(Min, a, b)
 
 
@@ -186,7 +186,7 @@ def _conditions(conds: tuple[Any, ...]) -> list[PrimExpr]:
     return [convert(c) for c in conds]
 
 
-def all(*conds: Any) -> PrimExpr:  # noqa: A001  (TVM's name)
+def all(*conds: Any) -> PrimExpr:
     """The conjunction of conditions (`te.all`)."""
     items = _conditions(conds)
     if not items:
@@ -194,7 +194,7 @@ def all(*conds: Any) -> PrimExpr:  # noqa: A001  (TVM's name)
     return reduce(lambda x, y: And(a=x, b=y), items)
 
 
-def any(*conds: Any) -> PrimExpr:  # noqa: A001  (TVM's name)
+def any(*conds: Any) -> PrimExpr:
     """The disjunction of conditions (`te.any`)."""
     items = _conditions(conds)
     if not items:

@@ -19,6 +19,7 @@ from typing import Any
 
 from engine.tir import expr as E
 from engine.tir import stmt as S
+from engine.tir.text import register_printer
 
 _PREC_ATOM = 9
 _PRECEDENCE: dict[type, int] = {
@@ -232,3 +233,6 @@ def func_lines(f: S.PrimFunc) -> list[Line]:
 
 def func_text(f: S.PrimFunc) -> str:
     return "\n".join(str(line) for line in func_lines(f))
+
+
+register_printer(expr_text, stmt_text, func_text, func_lines)

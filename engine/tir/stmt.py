@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.ir.span import UNKNOWN_SPAN, SpanLike
-from engine.tir.expr import PrimExpr, Var
+from engine.tir.expr import BufferLoad, PrimExpr, Var, convert
+from engine.tir.text import printer
 
 
 @dataclass(frozen=True, eq=False, slots=True, repr=False)
@@ -33,15 +34,11 @@ class Buffer:
         return f"Buffer({self.name})"
 
     def vload(self, indices: tuple[PrimExpr, ...]) -> PrimExpr:
-        from engine.tir.expr import BufferLoad
-
         return BufferLoad(buffer=self, indices=tuple(indices))
 
 
 def decl_buffer(shape: Any, dtype: str = "float32", name: str = "buffer",
                 scope: str = "global") -> Buffer:
-    from engine.tir.expr import convert
-
     dims = shape if isinstance(shape, (list, tuple)) else (shape,)
     return Buffer(name, tuple(convert(d) for d in dims), dtype, scope)
 
@@ -79,9 +76,7 @@ class Stmt:
     span: SpanLike = field(default=UNKNOWN_SPAN, kw_only=True)
 
     def __str__(self) -> str:
-        from engine.tir.printer import stmt_text
-
-        return stmt_text(self)
+        return printer().stmt_text(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}<{self.origin.stage}:{self.origin.iter_var}>"
@@ -156,9 +151,7 @@ class PrimFunc:
     span: SpanLike = field(default=UNKNOWN_SPAN, kw_only=True)
 
     def script(self) -> str:
-        from engine.tir.printer import func_text
-
-        return func_text(self)
+        return printer().func_text(self)
 
     astext = script
 
@@ -170,9 +163,7 @@ class PrimFunc:
 
     def lines(self) -> list[Any]:
         """The printed text as lines, each with the Origin of the statement it shows."""
-        from engine.tir.printer import func_lines
-
-        return func_lines(self)
+        return printer().func_lines(self)
 
 
 class PrimFuncModule:

@@ -7,7 +7,8 @@
 
 Passes: `Pass`, `ModulePass`, `Sequential`, `module_pass`, `PrintIR`; the
 context: `PassContext` (thread-local stack, instruments, typed config keys);
-the registry: `register_pass`, `get_pass`, `list_passes`; config keys:
+the registry: `register_pass`, `get_pass`, `list_passes`; plans (what a
+pipeline will run under a context): `plan`, `children_of`, `count_leaves`; config keys:
 `register_pass_config`, `PassContext.list_configs()`.
 """
 
@@ -24,13 +25,15 @@ from engine.transform.module_diff import (
 )
 from engine.transform.pass_info import PassInfo
 from engine.transform.passes import ModuleMutatedError, ModulePass, Pass
+from engine.transform.plan import PlannedPass, children_of, count_leaves, plan
 from engine.transform.print_ir import PrintIR
 from engine.transform.registry import PassNotFoundError, get_pass, list_passes, register_pass
 from engine.transform.sequential import Sequential
 
 __all__ = [
-    "ConfigOption", "ModuleMutatedError", "ModuleState", "ModulePass", "Pass", "PassContext", "PassFrame",
-    "PassInfo", "PassNotFoundError", "PrintIR", "Sequential", "TraceFunc", "get_pass",
-    "list_passes", "make_pass_decorator", "module_changed", "module_pass", "module_unchanged",
-    "module_state", "register_pass", "register_pass_config", "same_state", "wrap_pass_class",
+    "ConfigOption", "ModuleMutatedError", "ModulePass", "ModuleState", "Pass", "PassContext",
+    "PassFrame", "PassInfo", "PassNotFoundError", "PlannedPass", "PrintIR", "Sequential",
+    "TraceFunc", "children_of", "count_leaves", "get_pass", "list_passes", "make_pass_decorator",
+    "module_changed", "module_pass", "module_state", "module_unchanged", "plan", "register_pass",
+    "register_pass_config", "same_state", "wrap_pass_class",
 ]

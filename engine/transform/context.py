@@ -4,7 +4,7 @@ It carries the optimization level, the required and disabled pass names, the
 instruments and the config; `with ctx:` makes it current for this thread.
 Contexts live on a thread-local stack, so two threads compiling at once never
 see each other's context, instruments or running passes. See
-`engine.instrument.base` for the exact order in which instrument hooks run.
+`engine.transform.hooks` for the exact order in which instrument hooks run.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from engine.instrument.base import PassInstrument
 from engine.ir.errors import PassError
 from engine.ir.module import IRModule
 from engine.transform.config import get_option, legalize_config, list_configs
 from engine.transform.frames import PassFrame, RunState
+from engine.transform.hooks import PassInstrument
 from engine.transform.pass_info import PassInfo, check_opt_level, pass_names
 
 TraceFunc = Callable[[IRModule, PassInfo, bool], None]

@@ -30,12 +30,12 @@ def wrap_pass_class(pass_cls: type, info: PassInfo, base: type[Pass], method: st
     if not callable(getattr(pass_cls, method, None)):
         raise TypeError(f"{pass_cls.__name__} must define {method}() to be used as a pass")
 
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         inst = pass_cls(*args, **kwargs)
         self.__dict__["_inst"] = inst
         base.__init__(self, getattr(inst, method), info)  # type: ignore[call-arg]
 
-    def __getattr__(self: Any, attr: str) -> Any:  # noqa: N807
+    def __getattr__(self: Any, attr: str) -> Any:
         inst = self.__dict__.get("_inst")
         if inst is None:
             raise AttributeError(attr)

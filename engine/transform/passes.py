@@ -20,6 +20,7 @@ are not `Exception`s (KeyboardInterrupt, SystemExit...).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -51,6 +52,13 @@ class Pass:
     @property
     def info(self) -> PassInfo:
         return self._info
+
+    def renamed(self, name: str) -> Pass:
+        """A copy of this pass under another name (its info otherwise the same)."""
+        new = copy.copy(self)
+        new._info = PassInfo(self._info.opt_level, name, self._info.required,
+                             self._info.traceable)
+        return new
 
     def apply(self, mod: IRModule, ctx: PassContext) -> IRModule:
         """The transformation itself, without instruments (subclasses override)."""

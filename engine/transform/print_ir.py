@@ -10,7 +10,7 @@ from engine.transform.pass_info import PassInfo
 from engine.transform.passes import ModulePass
 
 
-def PrintIR(header: str = "", show_meta_data: bool = False) -> ModulePass:  # noqa: N802
+def PrintIR(header: str = "", show_meta_data: bool = False) -> ModulePass:
     """A pass (opt_level 0) writing `PrintIR(header):` and the module text to stderr."""
 
     def print_ir(mod: IRModule, ctx: PassContext) -> IRModule:

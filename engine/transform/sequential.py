@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from engine.ir.module import IRModule
@@ -37,13 +37,21 @@ class Sequential(Pass):
         super().__init__(PassInfo(opt_level, name, required, traceable))
         self.passes: tuple[Pass, ...] = tuple(passes)
 
-    def apply(self, mod: IRModule, ctx: PassContext) -> IRModule:
+    def run_order(self, ctx: PassContext) -> Iterator[Pass]:
+        """The passes this Sequential runs under `ctx`, in order: each child the context
+        enables (`PassContext.pass_enabled`), preceded by the passes its `info.required`
+        names, resolved through the registry as they come (lazily: a later child's
+        missing pass is only an error once the passes before it ran)."""
         for pass_ in self.passes:
             info = pass_.info
             if not ctx.pass_enabled(info):
                 continue
             for name in info.required:
-                mod = get_pass(name)(mod)
+                yield get_pass(name)
+            yield pass_
+
+    def apply(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        for pass_ in self.run_order(ctx):
             mod = pass_(mod)
         return mod
 

@@ -157,7 +157,8 @@ def started_data(options: RunOptions, initial: int, passes: Sequence[Any], ctx: 
     """run_started's data: the options, the initial snapshot and the exact pass plan."""
     plan = compiler.plan(passes, ctx)
     return run_started(options=options.to_json(), initial_snapshot=initial,
-                       num_passes_planned=len(plan), plan=plan, numerics_error=numerics_error)
+                       num_passes_planned=None if plan is None else len(plan),
+                       plan=plan or [], numerics_error=numerics_error)
 
 
 def announce_start(store: Store, publish: Publish, run_id: str, session_snapshot: int,

@@ -65,3 +65,19 @@ def test_vector_target_blocks_layouts_and_every_kernel_still_computes() -> None:
     module.run()
     expected = relay.create_executor("graph", mod=mod).evaluate()(data).numpy()
     np.testing.assert_allclose(module.get_output(0).numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_target_kind_is_parsed_in_one_place() -> None:
+    from engine.target import keys_of, kind_of, target_kind
+
+    cases = {None: "llvm", "": "llvm", "llvm -mcpu=skylake": "llvm", "cpu": "llvm",
+             "nvidia/geforce-rtx-3070": "cuda", "gpu": "cuda", "metal": "metal"}
+    for given, kind in cases.items():
+        assert kind_of(given) == kind
+    assert kind_of({"kind": "cuda", "arch": "sm_80"}) == "cuda"
+    assert kind_of(Target("rocm")) == "rocm" and keys_of("rocm") == ("rocm", "gpu")
+    assert keys_of("no-such-kind") == ()
+    # the strategies' two schedule families, chosen by the target's keys
+    assert [target_kind(t) for t in ("llvm", "c", "cuda", "nvptx", "vulkan", "odd",
+                                           Target("opencl"), {"kind": "cuda"})] == \
+        ["llvm", "llvm", "cuda", "cuda", "cuda", "llvm", "cuda", "cuda"]

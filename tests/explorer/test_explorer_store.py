@@ -96,7 +96,7 @@ def test_started_events_precede_finished_in_tree_order():
 # --- compact source maps ------------------------------------------------------------------
 
 
-def _printed():  # noqa: ANN202
+def _printed():
     from engine.relay.printer import print_ir
 
     mod = parse(MODEL_TEXT)

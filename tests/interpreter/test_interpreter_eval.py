@@ -114,7 +114,7 @@ def test_intermediates_are_freed_after_their_last_use() -> None:
     interp = Interpreter()
     original = interp._run_op
 
-    def run_op(call, args):  # noqa: ANN001, ANN202
+    def run_op(call, args):
         alive_at_end.append(sum(r() is not None for r in produced))
         out = compute(args, call.attrs).view(_Tracked)
         produced.append(weakref.ref(out))

@@ -34,7 +34,7 @@ def _ops() -> None:
             register_op(name)
 
 
-def call(name: str, *args, span=None, **attrs):  # noqa: ANN001, ANN002, ANN003, ANN201
+def call(name: str, *args, span=None, **attrs):
     kw = {"span": span} if span is not None else {}
     return relay.Call(Op.get(name), list(args), Attrs(attrs), **kw)
 
@@ -51,7 +51,7 @@ def round_trip(node: relay.Expr | IRModule) -> IRModule | relay.Expr:
     return back
 
 
-def module(body_fn) -> IRModule:  # noqa: ANN001
+def module(body_fn) -> IRModule:
     x = relay.var("x", shape=(2, 3), span=layer_span("x"))
     return IRModule.from_expr(relay.Function([x], body_fn(x)))
 

@@ -1,18 +1,18 @@
 """The Relay text printer: text format, goldens, source map, line origins, cache, speed.
 
-Regenerate the goldens with `UPDATE_GOLDENS=1 pytest tests/ir/test_ir_printer.py`.
+Regenerate the goldens with `pytest tests/ir/test_ir_printer.py --update-goldens`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from goldens import check_golden
 
 from engine import relay
 from engine.ir import (
@@ -44,7 +44,7 @@ def _ops() -> None:
             register_op(name)
 
 
-def call(name: str, *args, span=None, **attrs):  # noqa: ANN001, ANN002, ANN003, ANN201
+def call(name: str, *args, span=None, **attrs):
     kw = {"span": span} if span is not None else {}
     return relay.Call(Op.get(name), list(args), Attrs(attrs), **kw)
 
@@ -106,10 +106,7 @@ def test_golden_text(name: str) -> None:
     mod = GOLDEN_PROGRAMS[name]()
     text = astext(mod, show_meta_data=True)
     path = GOLDENS / f"{name}.relay"
-    if os.environ.get("UPDATE_GOLDENS"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert text == path.read_text(), f"{path.name} differs (UPDATE_GOLDENS=1 to regenerate)"
+    check_golden(path, text)
     assert_structural_equal(mod, parse(path.read_text()), compare_spans=True)
 
 
@@ -229,8 +226,8 @@ def test_show_types_comment() -> None:
 
 def test_every_node_kind_has_a_printer() -> None:
     from engine.relay.expr_functor import NODE_KINDS
-    from engine.relay.printer_expr import ExprPrinter, MetaTable
-    from engine.relay.printer_writer import Writer
+    from engine.relay.printer.expr import ExprPrinter, MetaTable
+    from engine.relay.printer.writer import Writer
 
     table = ExprPrinter(Writer(), MetaTable())._render_table
     assert set(NODE_KINDS) <= set(table)
@@ -338,7 +335,7 @@ def test_unchanged_functions_reuse_their_printed_block() -> None:
     assert "nn.relu(%3)" in second.text
 
 
-def _chain(n: int):  # noqa: ANN202
+def _chain(n: int):
     x = relay.var("x", shape=(1, 8))
     node = x
     for i in range(n):
@@ -363,7 +360,7 @@ def test_100k_chain_prints_iteratively_and_round_trips() -> None:
 
 
 @pytest.mark.parametrize("make", [conv_bn_relu, let_if, fused])
-def test_source_map_table_matches_the_entries(make) -> None:  # noqa: ANN001
+def test_source_map_table_matches_the_entries(make) -> None:
     result = print_ir(make(), show_types=True)
     table = result.source_map_table()
     assert table.to_json() == result.to_json()
@@ -375,7 +372,7 @@ def test_source_map_table_matches_the_entries(make) -> None:  # noqa: ANN001
 
 
 def test_source_map_table_round_trips_through_json_and_columns() -> None:
-    from engine.relay.printer_table import SourceMapTable
+    from engine.relay.printer.table import SourceMapTable
 
     entries = print_ir(fused()).to_json()
     table = SourceMapTable.from_json(entries)
@@ -406,7 +403,7 @@ def test_equal_spans_in_distinct_objects_print_and_map_alike() -> None:
 
 
 def test_registered_type_text_replaces_memoized_trailers() -> None:
-    from engine.relay.printer_format import register_type_text
+    from engine.relay.printer.format import register_type_text
 
     class Opaque(IncompleteType):
         pass

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import goldens
 import numpy as np
 
 import engine as tvm
@@ -53,12 +53,8 @@ def ops_in(expr: Expr) -> list[str]:
 
 
 def check_golden(name: str, text: str) -> None:
-    """Compare with tests/passes/goldens/NAME.txt; UPDATE_GOLDENS=1 rewrites it."""
-    path = GOLDENS / f"{name}.txt"
-    if os.environ.get("UPDATE_GOLDENS") == "1" or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert text == path.read_text(), f"golden {path.name} differs; UPDATE_GOLDENS=1 to refresh"
+    """Compare with tests/passes/goldens/NAME.txt (`pytest --update-goldens` rewrites it)."""
+    goldens.check_golden(GOLDENS / f"{name}.txt", text)
 
 
 def evaluate(mod: IRModule, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:

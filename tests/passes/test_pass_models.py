@@ -17,7 +17,7 @@ from engine.relay.analysis import span_coverage
 from engine.relay.frontend import load
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import make_models  # noqa: E402
+import make_models
 
 T = relay.transform
 PASSES: list[Callable[[], Any]] = [

@@ -26,7 +26,7 @@ from engine.relay.frontend import load
 from engine.relay.transform.pipeline import standard_pipeline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import make_models  # noqa: E402
+import make_models
 
 MODELS = ["mlp", "resnet50", "mobilenetv2", "bert2", "bert2_ln17", "bert12"]
 NUMERICS = {"mlp", "resnet50", "mobilenetv2", "bert2", "bert2_ln17"}

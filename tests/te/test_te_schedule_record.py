@@ -94,7 +94,7 @@ def test_record_prints_python_that_reproduces_the_schedule() -> None:
     assert source.splitlines()[0] == "s = te.create_schedule([C.op])"
     assert "C_global = s.cache_write(C, 'global')" in source
     namespace = {"te": te, "A": A, "B": B, "C": C}
-    exec(source, namespace)  # noqa: S102
+    exec(source, namespace)
     rebuilt = namespace["s"]
     assert rebuilt.primitive_record == s.primitive_record
     assert str(tvm.lower(rebuilt, [A, B, C])) == str(tvm.lower(s, [A, B, C]))

@@ -101,7 +101,7 @@ def test_frames_expose_nesting_index_and_parent_to_hooks() -> None:
     seen: list[tuple[str, int, int, int | None, tuple[str, ...]]] = []
 
     class Nesting(PassInstrument):
-        def run_before_pass(self, mod, info):  # noqa: ANN001, ANN201
+        def run_before_pass(self, mod, info):
             ctx = PassContext.current()
             frame = ctx.current_frame
             assert frame is not None and frame.info is info
@@ -128,13 +128,13 @@ def test_passes_record_statistics_on_their_frame() -> None:
     stats: dict[str, dict[str, float]] = {}
 
     @module_pass(opt_level=0)
-    def counting(mod, ctx):  # noqa: ANN001, ANN202
+    def counting(mod, ctx):
         ctx.add_stat("folded", 2)
         ctx.add_stat("folded")
         return mod
 
     class Stats(PassInstrument):
-        def run_after_pass(self, mod, info):  # noqa: ANN001, ANN201
+        def run_after_pass(self, mod, info):
             stats[info.name] = dict(PassContext.current().current_frame.stats)
 
     with PassContext(instruments=[Stats()]) as ctx:

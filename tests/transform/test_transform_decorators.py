@@ -81,14 +81,14 @@ def test_function_pass_forms() -> None:
     assert isinstance(bare, FunctionPass) and bare.info.name == "_neg_main"
 
     @function_pass(opt_level=2, name="Neg")
-    def with_args(func, mod, ctx):  # noqa: ANN001, ANN202
+    def with_args(func, mod, ctx):
         return _neg_main(func, mod, ctx)
 
     assert (with_args.info.name, with_args.info.opt_level) == ("Neg", 2)
 
     @function_pass(opt_level=1)
     class NegClass:
-        def transform_function(self, func, mod, ctx):  # noqa: ANN001, ANN201
+        def transform_function(self, func, mod, ctx):
             return _neg_main(func, mod, ctx)
 
     out = NegClass()(make_module())
@@ -105,7 +105,7 @@ def test_function_pass_skips_skip_optimization_and_reuses_functions() -> None:
     visited: list[str] = []
 
     @function_pass(opt_level=0)
-    def touch_prim(func, mod, ctx):  # noqa: ANN001, ANN202
+    def touch_prim(func, mod, ctx):
         visited.append(func.body.op.name)
         if func.attrs.get("Primitive"):
             return _neg_main(func, mod, ctx)

@@ -110,7 +110,7 @@ def test_failed_hook_gets_the_input_module_and_the_original_error() -> None:
     seen: list[tuple] = []
 
     class Keep(PassInstrument):
-        def run_after_pass_failed(self, mod, info, exc):  # noqa: ANN001, ANN201
+        def run_after_pass_failed(self, mod, info, exc):
             seen.append((mod, info.name, exc))
 
     mod = make_module()
@@ -193,7 +193,7 @@ def test_pass_error_of_nested_pass_is_not_rewrapped() -> None:
 
 
 def test_keyboard_interrupt_is_not_wrapped() -> None:
-    def body(mod, ctx):  # noqa: ANN001, ANN202
+    def body(mod, ctx):
         raise KeyboardInterrupt
 
     from engine.transform import module_pass
@@ -213,10 +213,10 @@ def test_pass_instrument_decorator_on_plain_class(capsys: pytest.CaptureFixture[
         def exit_pass_ctx(self) -> None:
             print("exit ctx")
 
-        def run_before_pass(self, mod, info) -> None:  # noqa: ANN001
+        def run_before_pass(self, mod, info) -> None:
             print("run before " + info.name)
 
-        def run_after_pass(self, mod, info) -> None:  # noqa: ANN001
+        def run_after_pass(self, mod, info) -> None:
             print("run after " + info.name)
 
     inst = MyTest()

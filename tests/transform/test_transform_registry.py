@@ -17,7 +17,7 @@ from engine.transform import (
 
 @pytest.fixture(autouse=True)
 def _private_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    registry.list_passes()  # load the providers first: their passes stay registered
+    registry.list_passes()  # Relay's passes (registered by `import engine`) stay registered
     monkeypatch.setattr(registry, "_FACTORIES", dict(registry._FACTORIES))
 
 
@@ -25,7 +25,7 @@ def test_register_forms_and_get_returns_fresh_instances() -> None:
     register_pass("RegA", lambda: logging_pass("RegA", []))
 
     @register_pass
-    def RegB() -> ModulePass:  # noqa: N802
+    def RegB() -> ModulePass:
         return logging_pass("RegB", [])
 
     @register_pass("RegC")

@@ -59,7 +59,7 @@ def test_nested_sequential_is_gated_by_its_own_opt_level() -> None:
 
 def test_required_names_resolve_through_registry_and_run_first(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    registry.list_passes()  # load the providers first: their passes stay registered
+    registry.list_passes()  # Relay's passes (registered by `import engine`) stay registered
     monkeypatch.setattr(registry, "_FACTORIES", dict(registry._FACTORIES))
     log: list[str] = []
     register_pass("TestDepA", lambda: logging_pass("TestDepA", log, opt_level=3),

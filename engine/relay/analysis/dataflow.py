@@ -10,19 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.ir.expr import Call, Expr, Tuple, TupleGetItem
-from engine.relay.expr_functor import post_order
+from engine.ir.expr import Expr, Function, If, Let, operands
+from engine.ir.traversal import post_order
+
+_SCOPES = (Let, If, Function)
 
 
 def dataflow_operands(expr: Expr) -> Sequence[Expr]:
-    """The values `expr` reads (see module docstring)."""
-    if isinstance(expr, Call):
-        return expr.args
-    if isinstance(expr, Tuple):
-        return expr.fields
-    if isinstance(expr, TupleGetItem):
-        return (expr.tuple_value,)
-    return ()
+    """The values `expr` reads (see module docstring): the IR's `operands`, stopping at
+    the nodes that open a scope."""
+    return () if isinstance(expr, _SCOPES) else operands(expr)
 
 
 def dataflow_post_order(root: Expr) -> list[Expr]:

@@ -1,22 +1,21 @@
 """Span coverage: the share of expressions that know where they came from.
 
-Counted: every computing expression reachable from the module's functions (or
-from one expression) — calls, tuples, projections, constants, lets, ifs and
-nested functions. Not counted: variables, global names and operators (they name
-things rather than compute them; a function's parameters come from the model's
-inputs) and the module's top-level functions themselves.
+Counted: every computing expression (`engine.ir.expr.COMPUTING_KINDS`: calls,
+tuples, projections, constants, lets, ifs) reachable from the module's functions
+(or from one expression), nested function bodies included, each node once. Not
+counted: variables, global names and operators (they name things rather than
+compute them; a function's parameters come from the model's inputs) and
+functions themselves. The printer's source map counts the same way
+(`SourceMapTable.span_coverage`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.ir.expr import Expr, Function, GlobalVar, Var
+from engine.ir.expr import COMPUTING_KINDS, Expr, Function
 from engine.ir.module import IRModule
-from engine.ir.op import Op
-from engine.relay.expr_functor import post_order_visit
-
-NOT_COUNTED = (Var, GlobalVar, Op)
+from engine.ir.traversal import post_order
 
 
 @dataclass(frozen=True)
@@ -47,18 +46,14 @@ def span_coverage(mod_or_expr: IRModule | Expr) -> SpanCoverage:
     total = 0
     missing: list[Expr] = []
     seen: set[int] = set()
-
-    def visit(node: Expr) -> None:
-        nonlocal total
-        if isinstance(node, NOT_COUNTED) or id(node) in seen:
-            return
-        seen.add(id(node))
-        total += 1
-        if not node.span:
-            missing.append(node)
-
     for root in roots:
-        post_order_visit(root, visit)
+        for node in post_order(root):
+            if not isinstance(node, COMPUTING_KINDS) or id(node) in seen:
+                continue
+            seen.add(id(node))
+            total += 1
+            if not node.span:
+                missing.append(node)
     ratio = 1.0 if total == 0 else (total - len(missing)) / total
     return SpanCoverage(ratio, total, missing)
 

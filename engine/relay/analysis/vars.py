@@ -1,56 +1,19 @@
-"""Free, bound and all variables of an expression; substitution of variables."""
+"""Variables of an expression (free/bound/all live in the IR core) and their substitution."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.ir.expr import Expr, Function, Let, Var
-from engine.relay.expr_functor import ExprMutator, post_order_visit
+from engine.ir.expr import Expr, Function, Var
+from engine.ir.traversal import post_order
+from engine.ir.vars import all_vars, bound_vars, free_vars
+from engine.relay.expr_functor import ExprMutator
 
-
-def _collect(expr: Expr) -> tuple[list[Var], set[Var]]:
-    """All vars in first-seen order (post-order), and the set of bound ones."""
-    seen: dict[Var, None] = {}
-    bound: set[Var] = set()
-
-    def visit(node: Expr) -> None:
-        if isinstance(node, Var):
-            seen.setdefault(node, None)
-        elif isinstance(node, Function):
-            bound.update(node.params)
-        elif isinstance(node, Let):
-            bound.add(node.var)
-
-    post_order_visit(expr, visit)
-    return list(seen), bound
-
-
-def free_vars(expr: Expr) -> list[Var]:
-    """Variables used but not bound in `expr`, in order of first use."""
-    every, bound = _collect(expr)
-    return [v for v in every if v not in bound]
-
-
-def bound_vars(expr: Expr) -> list[Var]:
-    every, bound = _collect(expr)
-    order = [v for v in every if v in bound]
-    return order + [v for v in bound if v not in set(order)]
-
-
-def all_vars(expr: Expr) -> list[Var]:
-    every, bound = _collect(expr)
-    return every + [v for v in bound if v not in set(every)]
+__all__ = ["all_vars", "bind_vars", "bound_vars", "count_nodes", "free_vars"]
 
 
 def count_nodes(expr: Expr) -> int:
-    total = 0
-
-    def visit(_: Expr) -> None:
-        nonlocal total
-        total += 1
-
-    post_order_visit(expr, visit)
-    return total
+    return len(post_order(expr))
 
 
 class _Binder(ExprMutator):

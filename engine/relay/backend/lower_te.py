@@ -95,7 +95,7 @@ def lower_te(mod: IRModule, target: str) -> IRModule:
     return result
 
 
-def LowerTE(target: Any = "llvm") -> Pass:  # noqa: N802 - TVM's name
+def LowerTE(target: Any = "llvm") -> Pass:
     """The module pass of relay.build that lowers each fused function to a TE kernel."""
     kind = str(target)
 

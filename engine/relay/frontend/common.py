@@ -32,6 +32,7 @@ from engine.ir.expr import (
 from engine.ir.op import Op
 from engine.ir.span import SourceName, Span, SpanLike, layer_span
 from engine.relay.expr_functor import ExprMutator, _dataflow_post_order
+from engine.transform.context import PassContext
 
 FILL_SPAN_CONFIG = "relay.frontend.fill_span"
 FILL_SPAN_ENV = "EXPLORER_SPANFILLING"
@@ -74,10 +75,6 @@ def fill_span_enabled() -> bool:
     False."""
     if os.environ.get(FILL_SPAN_ENV, "1").strip().lower() in ("0", "false", "off", "no"):
         return False
-    try:
-        from engine.transform import PassContext  # type: ignore[attr-defined]
-    except ImportError:
-        return True
     try:
         config = PassContext.current().config
     except (AttributeError, RuntimeError):

@@ -1,9 +1,10 @@
 """`load(path_or_bytes)`: pick the frontend by content, import, return an ImportResult.
 
-Formats, by what the bytes say (never by file extension alone):
+Formats, by what the bytes say (a file extension never overrides a magic number):
 - TFLite: the flatbuffer file identifier `TFL3` at bytes 4..8;
 - PyTorch: a zip archive (`PK\\x03\\x04`) written by `torch.export.save` (`.pt2`);
-- Relay text: starts with `#[version` or `def @`;
+- Relay text: starts with `#[version` or `def @`, or any other content in a file named
+  `*.relay` / `*.txt`; parsed with the engine's parser, its errors naming the file;
 - ONNX: a protobuf ModelProto (protobuf has no magic number, so it is tried last).
 """
 
@@ -16,19 +17,23 @@ from pathlib import Path
 from typing import Any
 
 from engine.ir.expr import Function
+from engine.ir.module import IRModule
 from engine.ir.type import TensorType
 from engine.relay.frontend import result as res
 from engine.relay.frontend.common import CorruptModelError, UnknownFormatError
 from engine.relay.frontend.result import ImportResult
+from engine.relay.parser import parse
 
 Source = str | os.PathLike | bytes | bytearray | memoryview
 ShapeDict = Mapping[str, Sequence[int]] | None
 
 _ZIP_MAGIC = b"PK\x03\x04"
+RELAY_SUFFIXES = (".relay", ".txt")
 
 
-def detect_format(data: bytes) -> str:
-    """"onnx", "tflite", "pytorch" or "relay"; UnknownFormatError for anything else."""
+def detect_format(data: bytes, file_name: str | None = None) -> str:
+    """"onnx", "tflite", "pytorch" or "relay"; UnknownFormatError for anything else.
+    `file_name` only matters for content no magic number claims (Relay text files)."""
     if not data:
         raise CorruptModelError("the file is empty")
     if len(data) >= 8 and data[4:8] == b"TFL3":
@@ -37,6 +42,8 @@ def detect_format(data: bytes) -> str:
         return "pytorch"
     head = data[:256].lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith((b"#[version", b"def @")):
+        return "relay"
+    if file_name is not None and file_name.lower().endswith(RELAY_SUFFIXES):
         return "relay"
     if _looks_like_protobuf(data):
         return "onnx"
@@ -65,7 +72,7 @@ def _read(source: Source) -> tuple[bytes, Path | None]:
 def load(path_or_bytes: Source, shape: ShapeDict = None, dtype: Any = None) -> ImportResult:
     """Import a model file of any supported format (detected from its content)."""
     data, path = _read(path_or_bytes)
-    fmt = detect_format(data)
+    fmt = detect_format(data, path.name if path is not None else None)
     return _LOADERS[fmt](data, path, shape, dtype)
 
 
@@ -89,17 +96,25 @@ def _load_pytorch(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) 
 
 
 def _load_relay(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) -> ImportResult:
-    from engine.relay.parser import parse  # type: ignore[import-not-found]
-
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise CorruptModelError(f"Relay text is not valid UTF-8: {err}") from None
-    mod = parse(text)
-    main = mod["main"]
+    mod = parse(relay_text(data), source_name=path.name if path is not None else "<string>")
+    main = _main(mod)
+    params = main.params if main is not None else ()
     inputs = [res.tensor_entry(p.name_hint, _dims(p.type_annotation), _dtype(p.type_annotation))
-              for p in main.params]
+              for p in params]
     return ImportResult(mod, {}, "relay", res.frontend_graph([], inputs, []), ())
+
+
+def relay_text(data: bytes) -> str:
+    """The text of a Relay file; CorruptModelError when it is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise CorruptModelError(f"Relay text is not valid UTF-8 (byte {err.start}: "
+                                f"{err.reason})") from None
+
+
+def _main(mod: IRModule) -> Function | None:
+    return next((f for gv, f in mod.items() if gv.name_hint == "main"), None)
 
 
 def _dims(ty: Any) -> list[Any]:
@@ -121,7 +136,7 @@ def describe(item: ImportResult | Source) -> dict[str, Any]:
     result = item if isinstance(item, ImportResult) else load(item)
     graph = result.graph
     ops = Counter(layer["op_type"] for layer in graph.get("layers", []))
-    main = next((f for gv, f in result.mod.items() if gv.name_hint == "main"), None)
+    main = _main(result.mod)
     return {
         "format": result.format,
         "inputs": graph.get("inputs", []),

@@ -133,7 +133,7 @@ def product(dims: Sequence[Dim]) -> Dim:
     for d in dims:
         if is_any(d):
             return ANY
-        total *= int(d)  # type: ignore[arg-type]
+        total *= int(d)
     return total
 
 

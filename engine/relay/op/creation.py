@@ -134,7 +134,7 @@ def _bound(value: Any, dtype: str) -> Expr:
 def _static(value: Expr) -> float | int | None:
     if not isinstance(value, Constant) or value.data.numpy().size != 1:
         return None
-    return value.data.numpy().reshape(-1)[0].item()  # type: ignore[no-any-return]
+    return value.data.numpy().reshape(-1)[0].item()
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: str = "float32") -> Call:

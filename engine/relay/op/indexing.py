@@ -218,7 +218,7 @@ def _strided_slice_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 def _strided_slice_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     x = xs[0]
-    return x[tuple(slices_for(x.shape, attrs))]  # type: ignore[arg-type]
+    return x[tuple(slices_for(x.shape, attrs))]
 
 
 define_op("strided_slice", ("data",), _strided_slice_rel, INJECTIVE, _strided_slice_compute,

@@ -113,7 +113,7 @@ def broadcast_layout(call: Call, new_in: Layouts | None, old_in: Layouts,
             return None
         layouts[other] = sub
         return _result(layouts, [layout], call.attrs)
-    big = 0 if len(primal(layouts[0])) >= len(primal(layouts[1])) else 1  # type: ignore[arg-type]
+    big = 0 if len(primal(layouts[0])) >= len(primal(layouts[1])) else 1
     layout, small = layouts[big], layouts[1 - big]
     assert layout is not None and small is not None
     if not small or (is_plain(layout) and small == layout[len(layout) - len(small):]):

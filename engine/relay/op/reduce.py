@@ -139,13 +139,13 @@ def _reduce_ctor(name: str) -> Callable[..., Call]:
     return ctor
 
 
-sum = _reduce_ctor("sum")  # noqa: A001 - TVM's name
+sum = _reduce_ctor("sum")  # TVM's name
 mean = _reduce_ctor("mean")
-max = _reduce_ctor("max")  # noqa: A001
-min = _reduce_ctor("min")  # noqa: A001
+max = _reduce_ctor("max")
+min = _reduce_ctor("min")
 prod = _reduce_ctor("prod")
-all = _reduce_ctor("all")  # noqa: A001
-any = _reduce_ctor("any")  # noqa: A001
+all = _reduce_ctor("all")
+any = _reduce_ctor("any")
 
 
 def _arg_ctor(name: str) -> Callable[..., Call]:

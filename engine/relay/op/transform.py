@@ -90,11 +90,11 @@ def _inferred(src: Sequence[Dim], out: list[Dim], at: int, ty: Type | None) -> D
     known = product([d for j, d in enumerate(out) if j != at])
     if is_any(total) or is_any(known):
         return ANY
-    if known == 0 or int(total) % int(known):  # type: ignore[arg-type]
+    if known == 0 or int(total) % int(known):
         raise TypeRelationError("cannot infer the -1 dimension of newshape", arg=0,
                                 expected=f"a shape with {total} elements",
                                 actual=type_str(ty) if ty is not None else shape_str(src))
-    return int(total) // int(known)  # type: ignore[arg-type]
+    return int(total) // int(known)
 
 
 def _check_size(src: Sequence[Dim], out: Sequence[Dim], ty: Type | None) -> None:

@@ -6,7 +6,6 @@ from engine.relay.strategy.base import (
     OpStrategy,
     StrategyError,
     get_strategy,
-    normalize_target,
     register_strategy,
 )
 from engine.relay.strategy.extern import extern_strategy
@@ -15,4 +14,4 @@ for _family in (elemwise, reduce, transform, conv, dense, pool, softmax):
     _family.register()
 
 __all__ = ["OpStrategy", "StrategyError", "extern_strategy", "get_strategy",
-           "normalize_target", "register_strategy"]
+           "register_strategy"]

@@ -21,6 +21,7 @@ from engine.ir.attrs import Attrs
 from engine.ir.errors import EngineError
 from engine.ir.op import Op, register_op_attr
 from engine.ir.type import TensorType, TupleType, Type
+from engine.target import TargetLike, target_kind
 from engine.te import Schedule, Tensor
 
 ComputeFn = Callable[[Attrs, list[Tensor], Type], list[Tensor]]
@@ -45,14 +46,6 @@ def is_injective(tag: str) -> bool:
     return tag.split(",")[0] in INJECTIVE_TAGS
 
 
-def normalize_target(target: Any) -> str:
-    """"llvm", "cuda" from a target string such as "llvm -mcpu=skylake" or "nvidia/..."."""
-    text = str(getattr(target, "kind", target) or "llvm").strip().split()[0].lower()
-    if text in ("cuda", "nvptx", "rocm", "vulkan", "opencl", "metal") or "nvidia" in text:
-        return "cuda"
-    return "llvm"
-
-
 @dataclass(frozen=True)
 class OpStrategy:
     """How one op is computed in TE and scheduled per target."""
@@ -61,8 +54,8 @@ class OpStrategy:
     compute: ComputeFn
     schedules: Mapping[str, ScheduleFn] = field(default_factory=dict)
 
-    def schedule_for(self, target: Any) -> ScheduleFn:
-        kind = normalize_target(target)
+    def schedule_for(self, target: TargetLike) -> ScheduleFn:
+        kind = target_kind(target)
         fn = self.schedules.get(kind)
         if fn is None:
             raise StrategyError(f"strategy {self.name} has no schedule for target {kind!r}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine import te
+import engine.te as te
 from engine.ir.attrs import Attrs
 from engine.ir.type import Type
 from engine.relay.strategy.base import OpStrategy, dims, out_types, register_strategy, static_shape

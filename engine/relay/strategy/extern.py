@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import te
+import engine.te as te
 from engine.ir.attrs import Attrs
 from engine.ir.type import Type
 from engine.relay.strategy.base import EXTERN, OpStrategy, out_types, static_shape

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from engine import te
+import engine.te as te
 from engine.relay.strategy.base import is_injective
 from engine.te import IterVar, Schedule, Stage, Tensor
 

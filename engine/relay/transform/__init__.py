@@ -16,17 +16,17 @@ from engine.relay.transform.pass_infra import module_pass as module_pass
 from engine.relay.transform.infer_type import InferType as InferType
 from engine.relay.transform.fold_constant import FoldConstant as FoldConstant
 from engine.relay.transform.dead_code import DeadCodeElimination as DeadCodeElimination
-from engine.relay.transform.eliminate_common_subexpr import EliminateCommonSubexpr as EliminateCommonSubexpr  # noqa: E501
+from engine.relay.transform.eliminate_common_subexpr import EliminateCommonSubexpr as EliminateCommonSubexpr
 from engine.relay.transform.simplify_inference import SimplifyInference as SimplifyInference
 from engine.relay.transform.simplify_expr import SimplifyExpr as SimplifyExpr
 from engine.relay.transform.canonicalize_ops import CanonicalizeOps as CanonicalizeOps
 from engine.relay.transform.to_a_normal_form import ToANormalForm as ToANormalForm
 from engine.relay.transform.to_graph_normal_form import ToGraphNormalForm as ToGraphNormalForm
 from engine.relay.transform.lambda_lift import LambdaLift as LambdaLift
-from engine.relay.transform.remove_unused_functions import RemoveUnusedFunctions as RemoveUnusedFunctions  # noqa: E501
+from engine.relay.transform.remove_unused_functions import RemoveUnusedFunctions as RemoveUnusedFunctions
 from engine.relay.transform.fuse_ops import FuseOps as FuseOps
 from engine.relay.transform.fold_scale_axis import FoldScaleAxis as FoldScaleAxis
-from engine.relay.transform.fold_scale_axis import BackwardFoldScaleAxis as BackwardFoldScaleAxis  # noqa: E501
+from engine.relay.transform.fold_scale_axis import BackwardFoldScaleAxis as BackwardFoldScaleAxis
 from engine.relay.transform.fold_scale_axis import ForwardFoldScaleAxis as ForwardFoldScaleAxis
 from engine.relay.transform.convert_layout import ConvertLayout as ConvertLayout
 from engine.relay.transform.alter_op_layout import AlterOpLayout as AlterOpLayout

@@ -126,7 +126,7 @@ def const_scalar(value: float, dtype: str) -> Constant:
 def expand_to_axis(bias: Expr, ndim: int, axis: int) -> Expr:
     """TVM's ExpandBiasToMatchAxis for one axis: `bias` (C,) broadcastable at `axis` of an
     `ndim`-d tensor, by `expand_dims(bias, 1, ndim - axis - 1)` when needed."""
-    from engine import relay
+    import engine.relay as relay
 
     pad = ndim - axis - 1
     return relay.expand_dims(bias, axis=1, num_newaxis=pad) if pad > 0 else bias

@@ -102,7 +102,7 @@ def temp_op_attr(op_name: str, attr_key: str, value: Any) -> Iterator[None]:
         if old is not None:
             register_op_attr(op_name, attr_key, old, TEMP_LEVEL)
         else:
-            op_registry._ATTRS.get(attr_key, {}).pop(op_name, None)  # noqa: SLF001
+            op_registry._ATTRS.get(attr_key, {}).pop(op_name, None)
 
 
 def _call_alter(alter: Any, attrs: Attrs, args: tuple[Expr, ...], types: list[Type],
@@ -143,7 +143,8 @@ def alter_op_layout(func: Function, target: str = "llvm") -> tuple[Function, int
     return rewrite_layouts(func, memorizer), memorizer.changed_calls
 
 
-def AlterOpLayout(target: object = None) -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def AlterOpLayout(target: object = None) -> Pass:  # TVM's name
     """Alter op layouts for `target` (default "llvm"), at opt_level 3."""
     target_text = str(target or "llvm")
 
@@ -152,10 +153,8 @@ def AlterOpLayout(target: object = None) -> Pass:  # noqa: N802 - TVM's name
         ctx.add_stat("altered", altered)
         return new
 
-    return function_pass(transform, opt_level=3, name="AlterOpLayout", required=["InferType"])
+    return function_pass(transform, opt_level=3, required=["InferType"])
 
-
-register_pass("AlterOpLayout", AlterOpLayout)
 
 __all__ = ["AlterMemorizer", "AlterOpLayout", "AlterOpLayoutError", "alter_conv2d_nchwc",
            "alter_op_layout", "channel_block", "register_alter_op_layout", "simd_lanes",

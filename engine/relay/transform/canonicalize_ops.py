@@ -23,7 +23,7 @@ from engine.transform import Pass, PassContext, register_pass
 
 
 def canonicalize_bias_add(pre: Call, post: Call) -> Expr | None:
-    from engine import relay
+    import engine.relay as relay
 
     data_type = tensor_type(pre.args[0])
     if data_type is None:
@@ -47,15 +47,14 @@ def canonicalize_ops(func: Function, mod: IRModule | None = None) -> Function:
     return rewrite_function(OpCanonicalizer(mod), func)
 
 
-def CanonicalizeOps() -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def CanonicalizeOps() -> Pass:  # TVM's name
     """Rewrite nn.bias_add into add + expand_dims."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
         return canonicalize_ops(func, mod)
 
-    return function_pass(transform, opt_level=3, name="CanonicalizeOps", required=["InferType"])
+    return function_pass(transform, opt_level=3, required=["InferType"])
 
-
-register_pass("CanonicalizeOps", CanonicalizeOps)
 
 __all__ = ["RULES", "CanonicalizeOps", "OpCanonicalizer", "canonicalize_ops"]

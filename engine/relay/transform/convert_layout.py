@@ -102,8 +102,12 @@ def convert_layout(func: Function, desired_layouts: Mapping[str, Sequence[str]]
     return rewrite_layouts(func, memorizer), memorizer
 
 
-def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]]) -> Pass:  # noqa: N802
-    """Convert the named ops to the desired layouts (TVM's opt_level 3 pass)."""
+@register_pass
+def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]] | None = None
+                  ) -> Pass:
+    """Convert the named ops to the desired layouts (TVM's opt_level 3 pass; without
+    desired layouts, as the registry makes it, it converts nothing)."""
+    desired_layouts = dict(desired_layouts or {})
     for name, layouts in desired_layouts.items():
         if not isinstance(layouts, (list, tuple)) or not layouts:
             raise ValueError(f"ConvertLayout: desired layouts of {name!r} must be a list "
@@ -115,9 +119,7 @@ def ConvertLayout(desired_layouts: Mapping[str, Sequence[str]]) -> Pass:  # noqa
         ctx.add_stat("layout_transforms", count_transforms(new) - count_transforms(func))
         return new
 
-    return function_pass(transform, opt_level=3, name="ConvertLayout", required=["InferType"])
+    return function_pass(transform, opt_level=3, required=["InferType"])
 
-
-register_pass("ConvertLayout", lambda: ConvertLayout({}))
 
 __all__ = ["CONVERTERS", "ConvertLayout", "ConvertMemorizer", "convert_conv2d", "convert_layout"]

@@ -141,16 +141,15 @@ def dead_code_elimination(func: Function, mod: IRModule | None = None, inline_on
     return func if body is func.body else replace(func, body=body)
 
 
-def DeadCodeElimination(inline_once: bool = False,  # noqa: N802 - TVM's name
+@register_pass
+def DeadCodeElimination(inline_once: bool = False,  # TVM's name
                         ignore_impurity: bool = False) -> object:
     """Remove unused let bindings (and inline single-use ones with `inline_once`)."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
         return dead_code_elimination(func, mod, inline_once, ignore_impurity)
 
-    return function_pass(transform, opt_level=1, name="DeadCodeElimination")
+    return function_pass(transform, opt_level=1)
 
-
-register_pass("DeadCodeElimination", DeadCodeElimination)
 
 __all__ = ["DeadCodeElimination", "Purity", "dead_code_elimination", "live_uses"]

@@ -115,16 +115,15 @@ def eliminate_common_subexpr(func: Function, fskip: Skip | None = None) -> Funct
     return func if body is func.body else replace(func, body=body)
 
 
-def EliminateCommonSubexpr(fskip: Skip | None = None) -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def EliminateCommonSubexpr(fskip: Skip | None = None) -> Pass:  # TVM's name
     """Merge duplicate calls; `fskip(call) -> bool` exempts calls from merging."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
         return eliminate_common_subexpr(func, fskip)
 
-    return function_pass(transform, opt_level=3, name="EliminateCommonSubexpr",
+    return function_pass(transform, opt_level=3,
                          required=["InferType"])
 
-
-register_pass("EliminateCommonSubexpr", EliminateCommonSubexpr)
 
 __all__ = ["EliminateCommonSubexpr", "eliminate_common_subexpr"]

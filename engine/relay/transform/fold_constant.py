@@ -158,7 +158,8 @@ def fold_constant(expr: Expr, mod: IRModule | None = None, fold_qnn: bool = Fals
     return ConstantFolder(mod, fold_qnn).visit(expr)
 
 
-def FoldConstant(fold_qnn: bool = False) -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def FoldConstant(fold_qnn: bool = False) -> Pass:  # TVM's name
     """Fold every subexpression that only depends on constants."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
@@ -166,9 +167,7 @@ def FoldConstant(fold_qnn: bool = False) -> Pass:  # noqa: N802 - TVM's name
         assert isinstance(result, Function)
         return result
 
-    return function_pass(transform, opt_level=2, name="FoldConstant")
+    return function_pass(transform, opt_level=2)
 
-
-register_pass("FoldConstant", FoldConstant)
 
 __all__ = ["NOT_FOLDED", "ConstantFolder", "FoldConstant", "fold_constant"]

@@ -25,34 +25,32 @@ from engine.transform import Pass, PassContext, Sequential, register_pass
 Folder = Callable[[Function], tuple[Function, int]]
 
 
-def _fold_pass(folder: Folder, name: str) -> Pass:
+def _fold_pass(folder: Folder) -> Pass:
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
         new, count = folder(ensure_typed(func, mod))
         ctx.add_stat("folded", count)
         return new
 
-    return function_pass(transform, opt_level=3, name=name, required=["InferType"])
+    return function_pass(transform, opt_level=3, required=["InferType"])
 
 
-def BackwardFoldScaleAxis() -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def BackwardFoldScaleAxis() -> Pass:  # TVM's name
     """Fold the per-channel multiply after a conv2d / dense into its weight."""
-    return _fold_pass(backward_fold_scale_axis, "BackwardFoldScaleAxis")
+    return _fold_pass(backward_fold_scale_axis)
 
 
-def ForwardFoldScaleAxis() -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def ForwardFoldScaleAxis() -> Pass:  # TVM's name
     """Fold the per-channel multiply before a conv2d / dense into its weight."""
-    return _fold_pass(forward_fold_scale_axis, "ForwardFoldScaleAxis")
+    return _fold_pass(forward_fold_scale_axis)
 
 
-def FoldScaleAxis() -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def FoldScaleAxis() -> Pass:  # TVM's name
     """Backward, then forward folding, then FoldConstant (TVM's composition)."""
-    fold_constant: Pass = FoldConstant()  # type: ignore[assignment]
-    return Sequential([BackwardFoldScaleAxis(), ForwardFoldScaleAxis(), fold_constant],
-                      opt_level=3, name="FoldScaleAxis")
+    return Sequential([BackwardFoldScaleAxis(), ForwardFoldScaleAxis(), FoldConstant()],
+                      opt_level=3)
 
-
-register_pass("BackwardFoldScaleAxis", BackwardFoldScaleAxis)
-register_pass("ForwardFoldScaleAxis", ForwardFoldScaleAxis)
-register_pass("FoldScaleAxis", FoldScaleAxis)
 
 __all__ = ["BackwardFoldScaleAxis", "FoldScaleAxis", "ForwardFoldScaleAxis"]

@@ -177,7 +177,7 @@ def _add_sub_transform(folder: BackwardFolder, call: Call, message: Message | No
                        scale: Expr | None, span: SpanLike) -> Expr:
     if message is None or scale is None:
         return folder.normal(call)
-    from engine import relay
+    import engine.relay as relay
 
     lhs_msg, rhs_msg = (folder.messages.get(a) for a in call.args)
     ndim = len(shape_of(call) or ())

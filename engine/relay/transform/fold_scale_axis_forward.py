@@ -174,7 +174,7 @@ def _relu_rewrite(folder: ForwardFolder, call: Call, post: Call, args: list) -> 
 
 def _add_sub_rewrite(folder: ForwardFolder, call: Call, post: Call, args: list
                      ) -> Scaled | None:
-    from engine import relay
+    import engine.relay as relay
 
     scaled_sides = [i for i, a in enumerate(args) if isinstance(a, Scaled)]
     if len(scaled_sides) != 1:

@@ -70,7 +70,7 @@ def channel_scale(value: Expr, lhs: Sequence[Dim], rhs: Sequence[Dim], axes: Seq
     """`value` (shaped `rhs`, matching `lhs` along `axes`) as a tensor over `axes` only:
     squeezed, or for a scalar expanded and repeated to the axes' sizes. The new
     expressions carry `span`."""
-    from engine import relay
+    import engine.relay as relay
 
     if not rhs:
         out: Expr = relay.expand_dims(value, 0, len(axes))
@@ -151,7 +151,7 @@ def foldable_conv(call: Call) -> tuple[str, str, str] | None:
 
 def scaled_weight(weight: Expr, scale: Expr, ndim: int, axis: int, span: SpanLike) -> Expr:
     """`weight * scale` expanded along `axis`, every new expression carrying `span`."""
-    from engine import relay
+    import engine.relay as relay
 
     new = relay.multiply(weight, expand_to_axis(scale, ndim, axis))
     return fill_span(new, span, [weight, scale])

@@ -180,7 +180,8 @@ def fuse_ops(func: Function, opt_level: int, max_depth: int = 256,
     return replace(func, body=body), mutator.fused_groups
 
 
-def FuseOps(fuse_opt_level: int = -1) -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def FuseOps(fuse_opt_level: int = -1) -> Pass:  # TVM's name
     """Fuse operators into Primitive functions (fuse_opt_level -1: the context's opt_level)."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
@@ -191,9 +192,7 @@ def FuseOps(fuse_opt_level: int = -1) -> Pass:  # noqa: N802 - TVM's name
         ctx.add_stat("fused_groups", count)
         return new
 
-    return function_pass(transform, opt_level=0, name="FuseOps", required=["InferType"])
+    return function_pass(transform, opt_level=0, required=["InferType"])
 
-
-register_pass("FuseOps", FuseOps)
 
 __all__ = ["FuseMutator", "FuseOps", "fuse_ops", "fused_function_name"]

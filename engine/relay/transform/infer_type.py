@@ -13,11 +13,10 @@ def _infer_type(mod: IRModule, ctx: PassContext) -> IRModule:
     return result
 
 
-def InferType() -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def InferType() -> Pass:  # TVM's name
     """Fill `checked_type` on every expression; never changes the module's structure."""
-    return module_pass(_infer_type, opt_level=0, name="InferType")
+    return module_pass(_infer_type, opt_level=0)
 
 
 __all__ = ["InferType"]
-
-register_pass("InferType", InferType)

@@ -95,11 +95,10 @@ def _transform(mod: IRModule, ctx: PassContext) -> IRModule:
     return lambda_lift(mod)
 
 
-def LambdaLift() -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def LambdaLift() -> Pass:  # TVM's name
     """Lift nested functions (and closures) to global functions."""
-    return module_pass(_transform, opt_level=0, name="LambdaLift")
+    return module_pass(_transform, opt_level=0)
 
-
-register_pass("LambdaLift", LambdaLift)
 
 __all__ = ["LIFTED_PREFIX", "LambdaLift", "LambdaLifter", "lambda_lift"]

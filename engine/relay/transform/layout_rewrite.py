@@ -54,7 +54,7 @@ class LayoutMemorizer:
 
     def transform(self, value: Expr, src: str | None, dst: str | None, span: SpanLike) -> Expr:
         """`value` (in layout `src`) in layout `dst`."""
-        from engine import relay
+        import engine.relay as relay
 
         if src is None or dst is None or src == dst or not src:
             return value

@@ -45,7 +45,8 @@ def remove_unused_functions(mod: IRModule, entry_functions: Iterable[str] | None
     return mod
 
 
-def RemoveUnusedFunctions(entry_functions: Iterable[str] | None = None  # noqa: N802
+@register_pass
+def RemoveUnusedFunctions(entry_functions: Iterable[str] | None = None
                           ) -> object:
     """Remove functions that no entry function (default: main) calls, even indirectly."""
     entries = list(entry_functions) if entry_functions is not None else None
@@ -53,9 +54,7 @@ def RemoveUnusedFunctions(entry_functions: Iterable[str] | None = None  # noqa: 
     def transform(mod: IRModule, ctx: PassContext) -> IRModule:
         return remove_unused_functions(mod, entries)
 
-    return module_pass(transform, opt_level=1, name="RemoveUnusedFunctions")
+    return module_pass(transform, opt_level=1)
 
-
-register_pass("RemoveUnusedFunctions", RemoveUnusedFunctions)
 
 __all__ = ["RemoveUnusedFunctions", "reachable_functions", "remove_unused_functions"]

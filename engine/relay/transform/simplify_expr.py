@@ -51,8 +51,8 @@ RESHAPES = ("reshape", "contrib_reverse_reshape")
 TRANSPOSES = ("transpose", "layout_transform")
 
 
-def _relay():  # noqa: ANN202 - the relay namespace, imported late (it imports the passes)
-    from engine import relay
+def _relay():  # the relay namespace, imported late (it imports the passes)
+    import engine.relay as relay
 
     return relay
 
@@ -314,15 +314,14 @@ def simplify_expr(func: Function, mod: IRModule | None = None) -> Function:
     return func
 
 
-def SimplifyExpr() -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def SimplifyExpr() -> Pass:  # TVM's name
     """Simplify consecutive reshapes/transposes/casts, *_like ops and algebraic identities."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
         return simplify_expr(func, mod)
 
-    return function_pass(transform, opt_level=0, name="SimplifyExpr", required=["InferType"])
+    return function_pass(transform, opt_level=0, required=["InferType"])
 
-
-register_pass("SimplifyExpr", SimplifyExpr)
 
 __all__ = ["RULES", "ExprSimplifier", "SimplifyExpr", "simplify_expr"]

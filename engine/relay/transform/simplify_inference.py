@@ -36,7 +36,7 @@ from engine.transform import Pass, PassContext, register_pass
 
 def unpack_batch_norm(bn: Call, data_type: TensorType) -> Expr:
     """The inference arithmetic of `batch_norm(...)[0]` (unspanned new expressions)."""
-    from engine import relay
+    import engine.relay as relay
 
     data, gamma, beta, moving_mean, moving_var = bn.args
     attrs, dtype = bn.attrs, data_type.dtype
@@ -55,7 +55,7 @@ def unpack_batch_norm(bn: Call, data_type: TensorType) -> Expr:
 
 def unpack_layer_norm(ln: Call, data_type: TensorType) -> Expr:
     """The inference arithmetic of `layer_norm(data, gamma, beta)`."""
-    from engine import relay
+    import engine.relay as relay
 
     data, gamma, beta = ln.args
     attrs, ndim = ln.attrs, data_type.ndim
@@ -109,18 +109,15 @@ def simplify_inference(func: Function, mod: IRModule | None = None) -> Function:
     return rewrite_function(InferenceSimplifier(mod), func)
 
 
-def SimplifyInference() -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def SimplifyInference() -> Pass:  # TVM's name
     """Unpack batch_norm, layer_norm and dropout for inference."""
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
         return simplify_inference(func, mod)
 
-    return function_pass(transform, opt_level=0, name="SimplifyInference",
-                         required=["InferType"])
+    return function_pass(transform, opt_level=0, required=["InferType"])
 
-
-register_pass("SimplifyInference", SimplifyInference)
 
 __all__ = ["InferenceSimplifier", "SimplifyInference", "simplify_inference",
            "unpack_batch_norm", "unpack_layer_norm"]
-

@@ -29,6 +29,7 @@ from engine.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    children,
 )
 from engine.ir.module import IRModule
 from engine.ir.op import Op
@@ -67,19 +68,11 @@ def _deps(node: Expr, let_value: dict[Var, Expr]) -> Sequence[Expr]:
     if isinstance(node, Var):
         value = let_value.get(node)
         return (value,) if value is not None else ()
-    if isinstance(node, Call):
-        return (node.op, *node.args)
-    if isinstance(node, Tuple):
-        return node.fields
-    if isinstance(node, TupleGetItem):
-        return (node.tuple_value,)
     if isinstance(node, Let):
-        return (node.value, node.body)
-    if isinstance(node, If):
-        return (node.cond, node.true_branch, node.false_branch)
-    if isinstance(node, Function) and not node.is_primitive():
-        return (node.body,)
-    return ()
+        return (node.value, node.body)  # its var is bound here, not emitted before
+    if isinstance(node, Function):
+        return () if node.is_primitive() else (node.body,)  # params are bound here
+    return children(node)
 
 
 class ANFConverter:
@@ -210,15 +203,14 @@ def _transform(mod: IRModule, ctx: PassContext) -> IRModule:
     return mod
 
 
-def ToANormalForm() -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def ToANormalForm() -> Pass:  # TVM's name
     """Turn graph-form dataflow into let-bound A-normal form."""
-    return module_pass(_transform, opt_level=1, name="ToANormalForm")
+    return module_pass(_transform, opt_level=1)
 
 
-def ToANormalFormExpr(expr: Expr) -> Expr:  # noqa: N802 - TVM's name
+def ToANormalFormExpr(expr: Expr) -> Expr:  # TVM's name
     return to_a_normal_form(expr)
 
-
-register_pass("ToANormalForm", ToANormalForm)
 
 __all__ = ["ANFConverter", "ToANormalForm", "ToANormalFormExpr", "to_a_normal_form"]

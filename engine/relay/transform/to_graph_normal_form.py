@@ -67,11 +67,10 @@ def _transform(mod: IRModule, ctx: PassContext) -> IRModule:
     return mod
 
 
-def ToGraphNormalForm() -> Pass:  # noqa: N802 - TVM's name
+@register_pass
+def ToGraphNormalForm() -> Pass:  # TVM's name
     """Remove let bindings: every variable is replaced by its value."""
-    return module_pass(_transform, opt_level=1, name="ToGraphNormalForm")
+    return module_pass(_transform, opt_level=1)
 
-
-register_pass("ToGraphNormalForm", ToGraphNormalForm)
 
 __all__ = ["GraphNormalizer", "ToGraphNormalForm", "to_graph_normal_form"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from engine import relay
+import engine.relay as relay
 from engine.ir.expr import Expr
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from engine import relay
+import engine.relay as relay
 from engine.ir.errors import UnsupportedOperatorError
 from engine.ir.expr import Constant, Expr, Function, Tuple, Var
 from engine.ir.module import IRModule
@@ -102,12 +102,10 @@ class OnnxImporter:
         return value.numpy() if value is not None else None
 
     def _inferred(self, expr: Expr, what: str) -> Any:
-        """Fallback: the engine's InferType on the expression (when it is available)."""
-        try:
-            from engine.relay.transform import InferType  # type: ignore[attr-defined]
-        except ImportError:
-            return None
-        mod = InferType()(IRModule.from_expr(expr))  # type: ignore[operator]
+        """Fallback: the engine's InferType on the expression."""
+        from engine.relay.transform import InferType
+
+        mod = InferType()(IRModule.from_expr(expr))
         ty = mod["main"].body.checked_type
         if not isinstance(ty, TensorType):
             return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine import relay
+import engine.relay as relay
 from engine.ir.expr import Expr
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 from engine.relay.frontend.onnx.util import norm_axis

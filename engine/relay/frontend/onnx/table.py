@@ -9,17 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from engine.ir.expr import Constant, Expr
 from engine.relay.frontend.common import ConversionError
 
-if TYPE_CHECKING:
-    from engine.relay.frontend.onnx.importer import OnnxImporter
-
 ConvertResult = Expr | Sequence[Expr | None]
+
+
+class ImporterView(Protocol):
+    """What a converter may ask the importer (`importer.OnnxImporter` implements it)."""
+
+    def shape_of(self, name: str, expr: Expr) -> tuple[int | None, ...] | None: ...
+
+    def dtype_of(self, name: str, expr: Expr) -> str: ...
+
+    def param_value(self, name: str) -> np.ndarray | None: ...
+
 Converter = Callable[["NodeContext"], ConvertResult]
 
 _TABLE: dict[str, list[tuple[int, Converter]]] = {}
@@ -62,7 +70,7 @@ class NodeContext:
     inputs: list[Expr | None]
     input_names: list[str]
     output_names: list[str]
-    importer: OnnxImporter = field(repr=False)
+    importer: ImporterView = field(repr=False)
 
     def attr(self, key: str, default: Any = None) -> Any:
         value = self.attrs.get(key, default)

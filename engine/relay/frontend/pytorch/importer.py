@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import relay
+import engine.relay as relay
 from engine.ir.errors import UnsupportedOperatorError
 from engine.ir.expr import Expr, Function, Tuple, Var
 from engine.ir.module import IRModule

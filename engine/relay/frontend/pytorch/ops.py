@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from engine import relay
+import engine.relay as relay
 from engine.ir.expr import Expr
 from engine.relay.frontend.common import ConversionError
 

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine import relay
+import engine.relay as relay
 from engine.ir.errors import UnsupportedOperatorError
 from engine.ir.expr import Expr, Function, Tuple, Var
 from engine.ir.module import IRModule

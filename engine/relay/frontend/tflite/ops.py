@@ -4,19 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from engine import relay
+import engine.relay as relay
 from engine.ir.expr import Constant, Expr
 from engine.relay.frontend.common import ConversionError
-from engine.relay.frontend.tflite.model import OpRecord, TensorRecord
-
-if TYPE_CHECKING:
-    from engine.relay.frontend.tflite.importer import TFLiteImporter
+from engine.relay.frontend.tflite.model import OpRecord, TensorRecord, TFLiteGraph
 
 Converter = Callable[["OpContext"], Expr | list[Expr]]
+
+
+class ImporterView(Protocol):
+    """What a converter may ask the importer (`importer.TFLiteImporter` implements it)."""
+
+    graph: TFLiteGraph
+
 CONVERTERS: dict[str, Converter] = {}
 
 
@@ -33,7 +37,7 @@ class OpContext:
     name: str
     op: OpRecord
     inputs: list[Expr | None]
-    importer: TFLiteImporter = field(repr=False)
+    importer: ImporterView = field(repr=False)
 
     @property
     def options(self) -> dict[str, Any]:

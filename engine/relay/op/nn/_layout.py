@@ -45,11 +45,11 @@ def pad_tuple2d(padding: Any) -> tuple[int, int, int, int]:
         padding = (int(padding),)
     pads = tuple(int(p) for p in padding)
     if len(pads) == 1:
-        return (pads[0],) * 4  # type: ignore[return-value]
+        return (pads[0],) * 4
     if len(pads) == 2:
         return (pads[0], pads[1], pads[0], pads[1])
     if len(pads) == 4:
-        return pads  # type: ignore[return-value]
+        return pads
     raise ValueError(f"padding must have 1, 2 or 4 values, got {padding!r}")
 
 

@@ -34,7 +34,7 @@ def _kernel_oihw(weight: TensorType, attrs: Attrs) -> tuple[Dim, Dim, Dim, Dim]:
     groups = int(attrs.groups)
     # TVM's depthwise HWOI kernel is (kh, kw, channels, multiplier)
     if attrs.kernel_layout == "HWOI" and groups > 1 and i != 1:
-        o, i = (o * i if not (is_any(o) or is_any(i)) else o), 1  # type: ignore[operator]
+        o, i = (o * i if not (is_any(o) or is_any(i)) else o), 1
     return o, i, kh, kw
 
 
@@ -156,7 +156,7 @@ def _transpose_out(size: Dim, k: Dim, s: int, d: int, before: int, after: int, e
                    ) -> Dim:
     if is_any(size) or is_any(k):
         return size if is_any(size) else k
-    return (int(size) - 1) * s + d * (int(k) - 1) + 1 + extra - before - after  # type: ignore
+    return (int(size) - 1) * s + d * (int(k) - 1) + 1 + extra - before - after
 
 
 def _conv2d_transpose_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:

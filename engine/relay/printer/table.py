@@ -6,6 +6,7 @@
                         #   spans index `span_sets`; lines 1-based, columns 0-based)
     table.to_json()     # [SourceMapEntry dicts], exactly PrintResult.to_json()
     table.json_bytes()  # the same list as compact JSON, without building the dicts
+    table.span_coverage()  # (share of computing expressions with a span, their number)
 
 Each printed function keeps its own table (lines relative to the function), so a
 module reprinted with unchanged functions only shifts lines; a snapshot stores the
@@ -21,11 +22,15 @@ from typing import Any
 
 import numpy as np
 
+from engine.ir.expr import COMPUTING_KINDS
+
 __all__ = ["COLUMNS", "SourceMapTable"]
 
 COLUMNS = ("node_id", "kind", "start_line", "start_col", "end_line", "end_col", "spans", "op",
            "ref")
 NODE, KIND, START_LINE, START_COL, END_LINE, END_COL, SPANS, OP, REF = range(9)
+
+_COMPUTING_NAMES = frozenset(cls.kind for cls in COMPUTING_KINDS)
 
 _Entry = tuple[int, str, int, int, int, int, tuple[str, ...], "str | None", bool]
 
@@ -57,10 +62,6 @@ def _first_use_order(indices: np.ndarray) -> np.ndarray:
     used = indices[indices >= 0]
     values, first = np.unique(used, return_index=True)
     return values[np.argsort(first, kind="stable")]
-
-
-COVERED_KINDS = frozenset({"call", "tuple", "tuple_getitem", "let", "if", "constant"})
-"""The printed kinds span coverage counts: computing expressions (not vars, ops, names)."""
 
 
 class SourceMapTable:
@@ -181,14 +182,14 @@ class SourceMapTable:
     def node_ids(self) -> np.ndarray:
         return self.rows[:, NODE]
 
-    def span_coverage(self, covered: frozenset[str] = COVERED_KINDS) -> tuple[float, int]:
-        """(fraction of printed computing expressions carrying a span, their number): each
-        node counted once however often it is printed, uses (refs) not counted."""
-        rows = self.rows
-        is_covered = np.array([n in covered for n in self.names] + [False])
+    def span_coverage(self) -> tuple[float, int]:
+        """(fraction of the printed computing expressions that carry a span, their number),
+        counting as `relay.analysis.span_coverage` does (`COMPUTING_KINDS`): each node
+        once however often it is printed, uses of a bound name (refs) not at all."""
+        counted = np.array([n in _COMPUTING_NAMES for n in self.names] + [False])
         has_span = np.array([bool(s) for s in self.span_sets] + [False])
-        defs = rows[rows[:, REF] == 0]
-        defs = defs[is_covered[defs[:, KIND]]]
+        defs = self.rows[self.rows[:, REF] == 0]
+        defs = defs[counted[defs[:, KIND]]]
         _, first = np.unique(defs[:, NODE], return_index=True)
         total = int(first.size)
         spanned = int(has_span[defs[first, SPANS]].sum())

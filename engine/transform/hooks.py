@@ -1,4 +1,7 @@
-"""PassInstrument and the `pass_instrument` decorator (TVM's `tvm.instrument`).
+"""PassInstrument and the `pass_instrument` decorator: the hooks a PassContext calls.
+
+They live with the pass infrastructure that calls them; `engine.instrument`
+(TVM's `tvm.instrument`) re-exports them next to the built-in instruments.
 
 The PassContext calls an instrument's hooks in this order (TVM's semantics):
 

@@ -24,7 +24,7 @@ class Block(torch.nn.Module):
         self.bn1 = torch.nn.BatchNorm2d(channels)
         self.conv2 = torch.nn.Conv2d(channels, channels, 3, padding=1)
 
-    def forward(self, x):  # noqa: ANN001, ANN201
+    def forward(self, x):
         return torch.relu(self.conv2(torch.relu(self.bn1(self.conv1(x)))) + x)
 
 
@@ -36,7 +36,7 @@ class Net(torch.nn.Module):
         self.pool = torch.nn.AdaptiveAvgPool2d(1)
         self.fc = torch.nn.Linear(8, 5)
 
-    def forward(self, x):  # noqa: ANN001, ANN201
+    def forward(self, x):
         h = torch.nn.functional.max_pool2d(self.stem(x), 2)
         h = self.pool(self.layer1(h)).flatten(1)
         return torch.softmax(self.fc(h), dim=-1)
@@ -90,7 +90,7 @@ def test_pt2_file_round_trip(net_and_input, tmp_path: Path) -> None:
     assert_close(run_module(result.mod, {name: x.numpy()}), [expected])
 
 
-def _rewrite(data: bytes, change) -> bytes:  # noqa: ANN001
+def _rewrite(data: bytes, change) -> bytes:
     source = zipfile.ZipFile(io.BytesIO(data))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as target:
@@ -131,7 +131,7 @@ def test_pt2_calling_python_code_is_refused(net_and_input, tmp_path: Path) -> No
 
 def test_unsupported_aten_ops_are_listed() -> None:
     class Odd(torch.nn.Module):
-        def forward(self, x):  # noqa: ANN001, ANN201
+        def forward(self, x):
             return torch.cumsum(torch.sort(x).values, 0)
 
     with pytest.raises(UnsupportedOperatorError) as info:

@@ -1,4 +1,4 @@
-"""The Relay text parser: reads back everything the printer writes.
+"""The Relay text parser proper: a recursive-descent reader of the printer's format.
 
     mod = parse(text)                 # an IRModule (a bare expression becomes @main)
     expr = parse_expr("%0 = nn.relu(%x); add(%0, 1f)")
@@ -35,7 +35,7 @@ from engine.ir.module import IRModule
 from engine.ir.op import Op, OpNotFoundError
 from engine.ir.span import UNKNOWN_SPAN, SpanLike
 from engine.ir.type import AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type
-from engine.relay import lexer as lx
+from engine.relay.parser import lexer as lx
 from engine.runtime.ndarray import NDArray
 
 __all__ = ["fromtext", "parse", "parse_expr", "parse_type"]

@@ -20,7 +20,7 @@ import numpy as np
 from engine.ir.errors import ParseError
 from engine.ir.expr import Constant
 from engine.ir.span import SequentialSpan, SourceName, Span, SpanLike
-from engine.relay.printer_format import SUFFIX_DTYPE
+from engine.relay.printer.format import SUFFIX_DTYPE
 
 TEMP = "TEMP"          # %0
 LOCAL = "LOCAL"        # %x

@@ -1,4 +1,5 @@
-"""`load()` picks the frontend by content, not by file name; `describe()` summarizes."""
+"""`load()` picks the frontend by content (a file name only names Relay text that no magic
+number claims); `describe()` summarizes."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
+from engine.ir import ParseError
 from engine.relay import frontend
 from engine.relay.frontend import detect_format
 
@@ -46,7 +48,6 @@ def test_describe_summarizes_an_import() -> None:
 
 
 def test_relay_text_round_trips_through_load() -> None:
-    pytest.importorskip("engine.relay.parser")
     imported = frontend.load(_onnx_bytes())
     text = imported.mod.astext()
     again = frontend.load(text.encode())
@@ -61,3 +62,49 @@ def test_relay_text_round_trips_through_load() -> None:
 def test_missing_path_is_a_frontend_error(tmp_path: Path) -> None:
     with pytest.raises(frontend.CorruptModelError, match="cannot read"):
         frontend.load(tmp_path / "nope.onnx")
+
+
+_RELAY = """// a hand-written model: no version line, so only its name says it is Relay text
+def @main(%x: Tensor[(1, 4), float32]) {
+  nn.relu(%x) /* relu1 */
+}
+"""
+
+
+@pytest.mark.parametrize("name", ["model.relay", "MODEL.TXT"])
+def test_relay_text_files_load_by_name(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text(_RELAY, encoding="utf-8")
+    result = frontend.load(path)
+    assert result.format == "relay" and result.params == {} and result.warnings == ()
+    assert result.graph == {"layers": [], "outputs": [],
+                            "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}]}
+    assert "relu1" in result.mod.astext()
+    assert detect_format(_RELAY.encode(), "model.relay") == "relay"
+
+
+def test_a_relay_name_does_not_override_a_magic_number(tmp_path: Path) -> None:
+    path = tmp_path / "model.txt"
+    path.write_bytes(b"\x1c\x00\x00\x00TFL3" + bytes(32))
+    assert detect_format(path.read_bytes(), path.name) == "tflite"
+
+
+def test_relay_parse_errors_name_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "broken.relay"
+    path.write_text('#[version = "0.0.5"]\ndef @main(%x) {\n  nn.relu(%x\n}\n')
+    with pytest.raises(ParseError) as info:
+        frontend.load(path)
+    assert info.value.source_name == "broken.relay"
+    assert str(info.value).startswith("broken.relay:")
+
+
+def test_relay_text_that_is_not_utf8_is_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.relay"
+    path.write_bytes('#[version = "0.0.5"]\ndef @main() { 0 } // caf\xe9'.encode("latin-1"))
+    with pytest.raises(frontend.CorruptModelError, match=r"not valid UTF-8 \(byte \d+: "):
+        frontend.load(path)
+
+
+def test_unreadable_relay_file_is_corrupt(tmp_path: Path) -> None:
+    with pytest.raises(frontend.CorruptModelError, match="cannot read missing.relay"):
+        frontend.load(tmp_path / "missing.relay")

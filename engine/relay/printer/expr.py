@@ -9,10 +9,11 @@ explicit post-order walk, so a 100,000-node chain never recurses; nesting
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.ir.expr import (
+    DATAFLOW_KINDS,
     Call,
     Constant,
     Expr,
@@ -23,9 +24,10 @@ from engine.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    operands,
 )
 from engine.ir.op import Op
-from engine.relay.printer_format import (
+from engine.relay.printer.format import (
     attrs_text,
     name_or_quoted,
     sanitize_var_name,
@@ -34,19 +36,15 @@ from engine.relay.printer_format import (
     type_text,
     type_trailer,
 )
-from engine.relay.printer_writer import Writer
+from engine.relay.printer.writer import Writer
 
 ATOMIC = (Var, GlobalVar, Op, Constant)
 
 
-def _dataflow_kids(node: Expr) -> tuple[Expr, ...]:
+def _dataflow_kids(node: Expr) -> Sequence[Expr]:
     if isinstance(node, Call):
         return (*node.args, node.op)  # operands first: a fused fn is bound next to its call
-    if isinstance(node, Tuple):
-        return node.fields
-    if isinstance(node, TupleGetItem):
-        return (node.tuple_value,)
-    return ()
+    return operands(node) if isinstance(node, DATAFLOW_KINDS) else ()
 
 
 def _dataflow_closure(root: Expr) -> dict[Expr, None]:
@@ -62,7 +60,7 @@ def _dataflow_closure(root: Expr) -> dict[Expr, None]:
     return found
 
 
-def _deps(node: Expr) -> tuple[Expr, ...]:
+def _deps(node: Expr) -> Sequence[Expr]:
     """Sub-expressions that must be bound before `node` is printed inline.
 
     For an `if`, that includes what both branches share: it is bound once, before the

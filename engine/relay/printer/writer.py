@@ -3,7 +3,7 @@
 Positions are (line, column) with a 0-based line relative to the block being
 written and a 0-based column; the module printer shifts lines when it places
 a block. Entries go straight into a flat int array (nine ints each, the columns
-of `printer_table.SourceMapTable`), with kinds, op names and spans interned, so
+of `printer.table.SourceMapTable`), with kinds, op names and spans interned, so
 a 100k-node program leaves no per-entry Python objects behind for the garbage
 collector to walk; `table()` sorts them into text order.
 """
@@ -17,8 +17,8 @@ import numpy as np
 from engine.ir.expr import Call, Expr
 from engine.ir.op import Op
 from engine.ir.span import SpanLike
-from engine.relay.printer_format import span_names as _names_of_span
-from engine.relay.printer_table import (
+from engine.relay.printer.format import span_names as _names_of_span
+from engine.relay.printer.table import (
     COLUMNS,
     END_COL,
     END_LINE,

@@ -1,11 +1,11 @@
-"""The Relay text printer: `astext`, `type_text` and `print_ir` (text + source map).
+"""The printed document: `print_ir` (text + source map), `astext`, and their cache.
 
     r = print_ir(mod)
     r.text             # '#[version = "0.0.5"]\\ndef @main(%x: Tensor[(1, 3), float32]) {...'
     r.source_map       # [SourceMapEntry(node_id, kind, start, end, spans, op, is_ref), ...]
     r.line_origins     # per line, the ids of the nodes printed on it
     r.to_json()        # [SourceMapEntry as in docs/PROTOCOL.md]
-    r.source_map_table()  # the same map as int columns (printer_table.SourceMapTable)
+    r.source_map_table()  # the same map as int columns (table.SourceMapTable)
 
 Each top-level function is printed once per (function object, name, constant
 numbering, options): its lines and relative source map (entries, and their
@@ -26,15 +26,15 @@ from typing import Any
 from engine.ir.expr import Constant, Expr, Function, GlobalVar
 from engine.ir.module import IRModule
 from engine.ir.type import Type
-from engine.relay.printer_expr import ExprPrinter, MetaTable
-from engine.relay.printer_format import (
+from engine.relay.printer.expr import ExprPrinter, MetaTable
+from engine.relay.printer.format import (
     META_OMITTED,
     METADATA_LINE,
     VERSION_LINE,
     type_text,
 )
-from engine.relay.printer_table import SourceMapTable
-from engine.relay.printer_writer import Writer
+from engine.relay.printer.table import SourceMapTable
+from engine.relay.printer.writer import Writer
 
 __all__ = ["PrintResult", "SourceMapEntry", "SourceMapTable", "astext", "metadata_text",
            "print_ir", "type_text"]
@@ -128,7 +128,7 @@ class PrintResult:
         return self._origins
 
     def source_map_table(self, include_refs: bool = True) -> SourceMapTable:
-        """The source map as columns (see `printer_table`); each function's part is built
+        """The source map as columns (see `printer.table`); each function's part is built
         once per printed function object, so an unchanged function only shifts lines."""
         table = SourceMapTable.concat([(off + 1, block.table) for off, block in self._placed])
         return table if include_refs else table.without_refs()
