@@ -17,7 +17,6 @@ import platform
 import sys
 import tempfile
 import time
-from multiprocessing import forkserver
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +27,7 @@ from shared_models import model_path  # noqa: E402
 
 from explorer import create_app, services, socketio_of  # noqa: E402
 from explorer.protocol import NAMESPACE, RUN_EVENT, TERMINAL_EVENTS  # noqa: E402
+from explorer.runs.worker import wait_ready  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "explorer.md"
 
@@ -54,7 +54,7 @@ def bench(name: str) -> dict[str, object]:
         sock = socketio_of(app).test_client(app, namespace=NAMESPACE)
         with app.app_context():  # a server is up before its first upload: warmed up
             services()
-        forkserver.ensure_running()  # the probe and run children's preloaded fork server
+        wait_ready()  # the probe and run children's fork server has preloaded
         t0 = time.perf_counter()
         resp = client.post("/api/sessions", data={"file": (io.BytesIO(data), path.name)},
                            content_type="multipart/form-data")

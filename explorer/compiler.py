@@ -33,8 +33,10 @@ from explorer.protocol import ModelFormat, PlannedPass, model_format, planned_pa
 
 TARGET = "llvm"
 ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.relay.parser",
+                  "engine.relay.frontend.onnx", "engine.relay.frontend.tflite", "onnx",
                   "engine.relay.interpreter", "engine.relay.backend.build_module")
-"""What a run's process imports up front (the run workers' fork server preloads them)."""
+"""What the probe and run processes import up front (their fork server preloads these
+once; one that cannot be imported is skipped there)."""
 
 __all__ = ["ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext",
            "PassInstrument", "SourceMapTable", "compile_module", "load_model", "model_inputs",

@@ -79,8 +79,8 @@ def _receive(conn: Any, process: Any, timeout: float, display: str) -> Probed | 
     process.join(5)
     how = exit_description(process.exitcode)
     return ApiError(422, "import_crashed",
-                    f"{display}: the importer stopped on this file ({how}); "
-                    "the file is not a model this explorer can read",
+                    f"{display}: the process importing this file stopped ({how}) "
+                    "before it could answer",
                     {"exit": how})
 
 

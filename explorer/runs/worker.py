@@ -161,6 +161,17 @@ def warm_up() -> None:
                      daemon=True).start()
 
 
+def wait_ready() -> None:
+    """Block until the fork server has preloaded (a first child has started and ended)."""
+    process = mp_context().Process(target=_nothing, name="explorer-warm-up", daemon=True)
+    process.start()
+    process.join()
+
+
+def _nothing() -> None:
+    pass
+
+
 class WorkerProcess:
     """The server's handle on one run's child: messages in, cancel and termination out."""
 

@@ -24,7 +24,7 @@ export class OptionsPane extends Pane {
     return h("div.options-bar", { "data-testid": "pipeline-options" },
       h("label.inline", {}, "Opt level ", this.optLevel),
       h("label.inline", { title: "Run the interpreter after every pass and compare outputs" }, this.numerics, " numerics check"),
-      h("label.inline", { title: "Build after the pipeline: fused kernels and their schedules" }, this.build, " build"),
+      h("label.inline", { title: "Run relay.build: the pipeline, then LowerTE (kernels and their schedules). Unticked: relay.optimize, the pipeline alone." }, this.build, " build"),
       this.details,
       this.runButton, this.cancelButton);
   }
