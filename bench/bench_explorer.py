@@ -27,7 +27,7 @@ from shared_models import model_path  # noqa: E402
 
 from explorer import create_app, services, socketio_of  # noqa: E402
 from explorer.protocol import NAMESPACE, RUN_EVENT, TERMINAL_EVENTS  # noqa: E402
-from explorer.runs.worker import wait_ready  # noqa: E402
+from explorer.runs.children import wait_ready  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "explorer.md"
 

@@ -21,7 +21,9 @@ from flask_socketio import SocketIO
 from explorer.hub import EventHub
 from explorer.protocol import NAMESPACE, RUN_EVENT, RUN_FAILED, RunEvent, run_failed
 from explorer.queries import SnapshotIndexCache
-from explorer.runs.manager import RunConfig, RunManager
+from explorer.runs.config import RunConfig
+from explorer.runs.manager import RunManager
+from explorer.runs.probe import isolated_inspector
 from explorer.sessions import SessionService
 from explorer.store import Store
 
@@ -88,9 +90,10 @@ def _start(app: Flask, socketio: SocketIO) -> Explorer:
 
     hub.add_sink(emit_live)
     config = RunConfig.from_mapping(app.config)
-    sessions = SessionService(store, data_dir / "models", isolated=True,
-                              plugins=config.plugins,
-                              import_timeout=app.config.get("IMPORT_TIMEOUT"))
+    models = data_dir / "models"
+    inspector = isolated_inspector(store.path, str(models), config.plugins,
+                                   app.config.get("IMPORT_TIMEOUT"))
+    sessions = SessionService(store, models, inspector=inspector)
     runs = RunManager(store, hub, sessions, start_task=socketio.start_background_task,
                       config=config)
     runs.warm_up()

@@ -1,8 +1,8 @@
 """Sessions: an uploaded model stored under a server-chosen name, checked at upload.
 
-A server's SessionService is `isolated`: it never parses an uploaded file
-itself; a probe child imports it (explorer/runs/probe.py) and the runs import it
-again in their workers. The CLI's (the user named a local file) imports in its
+A server's SessionService never parses an uploaded file itself: its inspector
+imports it in a probe child (explorer/runs/probe.py), and the runs import it
+again in their workers. The CLI's (the user named a local file) inspects in its
 own process and keeps the imported module for its run.
 
 Import errors are mapped to `ApiError`s by the engine's error class (table
@@ -16,6 +16,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -41,6 +42,12 @@ IMPORT_ERRORS: dict[str, tuple[int, str]] = {
     "FrontendError": (400, "import_failed"),
     "EngineError": (422, "import_failed"),
 }
+
+
+Shapes = dict[str, list[int]] | None
+Inspector = Callable[[str, str, Path, Shapes], tuple[Session, dict[str, Any], int]]
+"""(session id, the client's file name, the stored file, input shapes) -> the session,
+its frontend graph, the id of the stored snapshot of the imported module."""
 
 
 def session_snapshot_owner(sid: str) -> str:
@@ -137,14 +144,11 @@ class SessionService:
     """Creates sessions from uploads or local files (see module docstring)."""
 
     def __init__(self, store: Store, models_dir: Path, cache_size: int = 4,
-                 isolated: bool = False, plugins: tuple[str, ...] = (),
-                 import_timeout: float | None = None) -> None:
+                 inspector: Inspector | None = None) -> None:
         self.store = store
         self.models_dir = models_dir
         self.models_dir.mkdir(parents=True, exist_ok=True)
-        self.isolated = isolated
-        self.plugins = plugins
-        self.import_timeout = import_timeout
+        self.inspector: Inspector = inspector or self.inspect
         self._cache: OrderedDict[str, Imported] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -161,7 +165,7 @@ class SessionService:
         path = self.models_dir / f"{sid}{PurePath(display).suffix.lower()}"
         path.write_bytes(data)
         try:
-            session, graph, snapshot = self._probe(sid, display, path, shapes)
+            session, graph, snapshot = self.inspector(sid, display, path, shapes)
         except ApiError:
             path.unlink(missing_ok=True)
             raise
@@ -169,17 +173,6 @@ class SessionService:
         self.store.add_session(session, graph, path.name)
         self.store.set_session_snapshot(sid, snapshot)
         return session
-
-    def _probe(self, sid: str, display: str, path: Path, shapes: dict[str, list[int]] | None
-               ) -> tuple[Session, dict[str, Any], int]:
-        if not self.isolated:
-            return self.inspect(sid, display, path, shapes)
-        from explorer.runs.probe import PROBE_TIMEOUT, ProbeJob, probe_upload
-
-        probed = probe_upload(ProbeJob(sid, display, str(path), shapes, self.store.path,
-                                       str(self.models_dir), self.plugins),
-                              self.import_timeout or PROBE_TIMEOUT)
-        return probed.session, probed.graph, probed.snapshot
 
     def inspect(self, sid: str, display: str, path: Path, shapes: dict[str, list[int]] | None
                 ) -> tuple[Session, dict[str, Any], int]:

@@ -56,3 +56,51 @@ def test_the_readmes_table_lists_every_package_folder() -> None:
     assert packages - named == set(), "add these folders to README.md's table"
     assert {n for n in named if "/" in n or n in ("engine", "explorer")} - packages - {
         "templates", "static", "tests", "bench"} == set(), "README names folders that are gone"
+
+
+def _explorer_modules() -> dict[str, Path]:
+    modules = {}
+    for path in (ROOT / "explorer").rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _explorer_edges(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the explorer modules it imports (`from explorer.x import y` counts as
+    explorer.x.y when that is a module); a package its submodules load first is no edge."""
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name in modules)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in modules:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    found.add(sub if sub in modules else node.module)
+        edges[name] = {t for t in found if t != name and not name.startswith(t + ".")}
+    return edges
+
+
+def test_the_explorers_modules_import_each_other_without_cycles() -> None:
+    edges = _explorer_edges(_explorer_modules())
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    cycles = [c for start in sorted(edges) if start not in state and (c := visit(start))]
+    assert cycles == [], " -> ".join(cycles[0])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,12 +48,11 @@ from explorer.protocol import (
     run_finished,
     run_started,
 )
+from explorer.runs.children import PassesHook
 from explorer.runs.recording import RecordingInstrument, RunCancelledError, SnapshotRecorder
 from explorer.runs.schedules import schedules_of
 from explorer.sessions import SessionService
 from explorer.store import Store
-
-PassesHook = Callable[[list[Any], RunOptions], list[Any]]
 
 TERMINAL_TYPES = {"finished": RUN_FINISHED, "failed": RUN_FAILED, "cancelled": RUN_CANCELLED}
 

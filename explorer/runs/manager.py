@@ -12,12 +12,10 @@ store and become `interrupted` at the next start.
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from explorer import compiler
@@ -31,42 +29,14 @@ from explorer.protocol import (
     empty_summary,
     run_queued,
 )
+from explorer.runs.children import load_plugins, warm_up
+from explorer.runs.config import RunConfig
 from explorer.runs.execution import Execution, finish_run
 from explorer.runs.supervisor import RunSupervisor
-from explorer.runs.worker import load_plugins, plugin_names, warm_up
 from explorer.sessions import SessionService, new_id
 from explorer.store import Store
 
 StartTask = Callable[..., Any]
-
-
-def _default_concurrency() -> int:
-    return max(1, os.cpu_count() or 1)
-
-
-@dataclass(frozen=True, slots=True)
-class RunConfig:
-    """How runs execute. From the app config: MAX_CONCURRENT_RUNS, RUN_CANCEL_GRACE,
-    RUN_KILL_GRACE, RUN_STALL_TIMEOUT (seconds) and RUN_PLUGINS (module names)."""
-
-    max_concurrent: int = field(default_factory=_default_concurrency)
-    cancel_grace: float = 2.0
-    kill_grace: float = 1.0
-    stall_timeout: float = 30 * 60.0
-    plugins: tuple[str, ...] = ()
-    poll_interval: float = 0.05
-
-    @staticmethod
-    def from_mapping(config: Mapping[str, Any]) -> RunConfig:
-        defaults = RunConfig()
-        return RunConfig(
-            max_concurrent=max(1, int(config.get("MAX_CONCURRENT_RUNS")
-                                      or defaults.max_concurrent)),
-            cancel_grace=float(config.get("RUN_CANCEL_GRACE", defaults.cancel_grace)),
-            kill_grace=float(config.get("RUN_KILL_GRACE", defaults.kill_grace)),
-            stall_timeout=float(config.get("RUN_STALL_TIMEOUT", defaults.stall_timeout)),
-            plugins=plugin_names(config.get("RUN_PLUGINS")),
-        )
 
 
 def _thread_task(fn: Callable[..., Any], *args: Any) -> threading.Thread:

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from explorer.protocol import ApiError, Session
-from explorer.runs.worker import die_with_parent, exit_description, mp_context
+from explorer.runs.children import die_with_parent, exit_description, load_plugins, mp_context
+from explorer.sessions import Inspector, SessionService, Shapes
+from explorer.store import Store
 
 PROBE_TIMEOUT = 300.0
 """Seconds an import may take before the upload is refused."""
@@ -46,6 +48,18 @@ class Probed:
     session: Session
     graph: dict[str, Any]
     snapshot: int
+
+
+def isolated_inspector(db_path: str, models_dir: str, plugins: tuple[str, ...],
+                       timeout: float | None = None) -> Inspector:
+    """A SessionService inspector that imports each upload in a probe child."""
+    def inspect(sid: str, display: str, path: Path, shapes: Shapes
+                ) -> tuple[Session, dict[str, Any], int]:
+        probed = probe_upload(ProbeJob(sid, display, str(path), shapes, db_path, models_dir,
+                                       plugins), timeout or PROBE_TIMEOUT)
+        return probed.session, probed.graph, probed.snapshot
+
+    return inspect
 
 
 def probe_upload(job: ProbeJob, timeout: float = PROBE_TIMEOUT) -> Probed:
@@ -101,9 +115,6 @@ def _reap(process: Any) -> None:
 def _probe_main(job: ProbeJob, conn: Any) -> None:
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from explorer.runs.worker import load_plugins
-    from explorer.sessions import SessionService
-    from explorer.store import Store
 
     store = Store(job.db_path)
     try:

@@ -22,8 +22,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from explorer.hub import EventHub
 from explorer.protocol import (
     BUILD_FINISHED,
     BUILD_STARTED,
@@ -36,11 +37,26 @@ from explorer.protocol import (
     RunOptions,
     RunSummary,
 )
+from explorer.runs.children import PassesHook, environment, exit_description
+from explorer.runs.config import RunConfig
 from explorer.runs.execution import Outcome, announce_start, finish_run
-from explorer.runs.worker import Job, WorkerProcess, environment, exit_description
+from explorer.runs.worker import Job, WorkerProcess
+from explorer.sessions import SessionService
+from explorer.store import Store
 
-if TYPE_CHECKING:
-    from explorer.runs.manager import RunManager
+
+class RunHost(Protocol):
+    """What a supervisor needs of the run manager that started it."""
+
+    store: Store
+    hub: EventHub
+    sessions: SessionService
+    config: RunConfig
+    hooks: list[PassesHook]
+    stopping: bool
+    start_task: Callable[..., Any]
+
+    def run_ended(self, supervisor: RunSupervisor) -> None: ...
 
 WORKER_CRASHED = "worker_crashed"
 
@@ -117,7 +133,7 @@ class RunTracker:
 class RunSupervisor:
     """Supervises one run's worker process (see module docstring)."""
 
-    def __init__(self, manager: RunManager, run_id: str, session_id: str,
+    def __init__(self, manager: RunHost, run_id: str, session_id: str,
                  options: RunOptions) -> None:
         self.manager = manager
         self.run_id = run_id

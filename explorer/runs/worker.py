@@ -15,44 +15,32 @@ milliseconds and the threaded server itself is never forked. A child:
 - listens for `("cancel",)` and sets the run's cancel flag (checked between
   passes).
 
-Plugins are module names from the server's configuration, never from a
-client. Importing one may register passes (`engine.transform.register_pass`)
-and may define `wrap_passes(passes, options) -> list[Pass]` to change the
-top-level passes of every run (tests insert gated or failing passes this way).
-
-As with any fork-server child, a worker imports the server's `__main__` module
-(as `__mp_main__`): a script that creates the app must do so under
-`if __name__ == "__main__":`.
+The fork server, plugins and how a child dies are explorer/runs/children.py's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import importlib
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
 import threading
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from explorer.compiler import ENGINE_MODULES
 from explorer.protocol import EventData, RunOptions, RunOptionsJSON
-from explorer.runs.execution import Execution, Outcome, PassesHook, tune_gc_for_compilation
+from explorer.runs.children import (
+    EXIT_PARENT_GONE,
+    die_with_parent,
+    load_plugins,
+    mp_context,
+)
+from explorer.runs.execution import Execution, Outcome, tune_gc_for_compilation
 from explorer.sessions import SessionService
 from explorer.store import Store
-
-START_METHOD = "forkserver"
-PRELOAD = ("explorer.runs.worker", "explorer.runs.probe", "explorer.runs.schedules",
-           *ENGINE_MODULES, "numpy")
-PASSES_HOOK = "wrap_passes"
-EXIT_PARENT_GONE = 70
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,17 +55,6 @@ class Job:
     plugins: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     announced: int | None = None  # the run's initial snapshot, when run_started is out
-
-
-def load_plugins(names: Iterable[str]) -> list[PassesHook]:
-    """Import each plugin module; the pipeline hooks they define, in order."""
-    hooks = []
-    for name in names:
-        module = importlib.import_module(name)
-        hook = getattr(module, PASSES_HOOK, None)
-        if callable(hook):
-            hooks.append(hook)
-    return hooks
 
 
 # --- the child ------------------------------------------------------------------------------
@@ -132,46 +109,7 @@ def _listen(conn: Connection, cancel: threading.Event) -> None:
             cancel.set()
 
 
-def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent (the fork server) exits."""
-    parent = os.getppid()
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the listener's EOF check remains
-        return
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(EXIT_PARENT_GONE)
-
-
 # --- the server's side ----------------------------------------------------------------------
-def mp_context() -> Any:
-    """The fork-server context, its server preloading the engine and the explorer."""
-    ctx = multiprocessing.get_context(START_METHOD)
-    ctx.set_forkserver_preload(list(PRELOAD))
-    return ctx
-
-
-def warm_up() -> None:
-    """Start the fork server now (in the background), so the first run starts fast."""
-    from multiprocessing import forkserver
-
-    mp_context()
-    threading.Thread(target=forkserver.ensure_running, name="forkserver-warm-up",
-                     daemon=True).start()
-
-
-def wait_ready() -> None:
-    """Block until the fork server has preloaded (a first child has started and ended)."""
-    process = mp_context().Process(target=_nothing, name="explorer-warm-up", daemon=True)
-    process.start()
-    process.join()
-
-
-def _nothing() -> None:
-    pass
-
-
 class WorkerProcess:
     """The server's handle on one run's child: messages in, cancel and termination out."""
 
@@ -233,27 +171,3 @@ class WorkerProcess:
 
     def close(self) -> None:
         self.conn.close()
-
-
-def exit_description(exitcode: int | None) -> str:
-    """'killed by SIGKILL', 'exit code 3' ..."""
-    if exitcode is None:
-        return "still running"
-    if exitcode < 0:
-        try:
-            return f"killed by {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"killed by signal {-exitcode}"
-    return f"exit code {exitcode}"
-
-
-def environment() -> tuple[tuple[str, str], ...]:
-    return tuple(os.environ.items())
-
-
-def plugin_names(raw: Sequence[str] | str | None) -> tuple[str, ...]:
-    """Plugin module names from configuration (a list, or a comma-separated string)."""
-    if not raw:
-        return ()
-    items = raw.split(",") if isinstance(raw, str) else list(raw)
-    return tuple(name.strip() for name in items if name.strip())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from explorer.cli import _parser, _serve_config
-from explorer.runs.manager import RunConfig
+from explorer.runs.config import RunConfig
 
 
 def test_serve_run_options_reach_the_run_config(tmp_path):
