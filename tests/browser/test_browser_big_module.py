@@ -42,20 +42,23 @@ def test_fifty_thousand_line_module_is_virtualized(page: Any, server: str, tmp_p
     right.locator(".cm-line").first.wait_for()
     assert right.locator(".cm-line").count() < 2_000  # rendered lines, not 50,000
 
-    # Scroll top -> bottom in 40 steps; every step paints within a frame budget.
-    timings = page.evaluate("""async () => {
+    # Scroll top -> bottom in 40 steps; at every step only a window of lines is in the DOM.
+    # (The per-step paint times are kept as an artifact; speed is bench_browser's job.)
+    steps = page.evaluate("""async () => {
       const scroller = document.querySelector('.cm-mergeView');
       const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      const rendered = () => document.querySelectorAll(".cm-editor[data-side='b'] .cm-line").length;
       const out = [];
       for (let i = 1; i <= 40; i++) {
         const t0 = performance.now();
         scroller.scrollTop = (scroller.scrollHeight - scroller.clientHeight) * i / 40;
         await frame();
-        out.push(performance.now() - t0);
+        out.push({ms: performance.now() - t0, lines: rendered()});
       }
       return out;
     }""")
-    (artifacts / "scroll-50k-ms.json").write_text(json.dumps(timings))
+    (artifacts / "scroll-50k-ms.json").write_text(json.dumps(steps))
+    assert max(step["lines"] for step in steps) < 2_000, steps
     last = f"layer{LINES - 1} */"
     # Line heights are estimated until measured: settle at the very bottom, then look.
     found = page.evaluate("""async (needle) => {
@@ -71,6 +74,5 @@ def test_fifty_thousand_line_module_is_virtualized(page: Any, server: str, tmp_p
     }""", last)
     assert found, f"line {last!r} never rendered at the bottom"
     assert right.locator(".cm-line").count() < 2_000
-    assert max(timings) < 1_000, timings  # generous: a non-virtualized 50k-line DOM takes seconds
     page.screenshot(path=str(artifacts / "diff-50k-bottom.png"))
     assert not page.watch.errors

