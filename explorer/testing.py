@@ -1,7 +1,7 @@
 """Test support: flags shared by a test process and the run workers it starts.
 
 Runs execute in worker processes, so a test pass (registered by a plugin
-module the worker imports, see explorer/worker.py) cannot wait on a
+module the worker imports, see explorer/runs/children.py) cannot wait on a
 `threading.Event` of the test. A `ProcessFlag` is the same idea on the file
 system: a file in a folder named by an environment variable. The test process
 creates the folder on first use and exports the variable; workers receive the

@@ -2,7 +2,7 @@
 
 `RunManager.start` answers at once with the run id. At most
 `max_concurrent` runs execute at once, each in its own child process
-(explorer/worker.py) watched by a `RunSupervisor` thread (explorer/supervisor.py);
+(explorer/runs/worker.py) watched by a `RunSupervisor` thread (explorer/runs/supervisor.py);
 more wait in a queue, announced by a `run_queued` event before their
 `run_started`. `cancel` stops a queued run at once and a running one
 cooperatively, then by signal. `start_sync` (the CLI) executes in the calling
