@@ -37,21 +37,22 @@ def reduce_op(ctx: NodeContext) -> ConvertResult:
 
 @converter("LayerNormalization", since=17)
 def layer_norm(ctx: NodeContext) -> ConvertResult:
-    if any(name for name in ctx.output_names[1:]):
-        raise ctx.fail("the Mean/InvStdDev outputs are not supported")
+    """Y, and when read, the optional Mean and InvStdDev (reduced axes kept as 1)."""
     x, rank = ctx.input(0), ctx.rank(0)
     axis = norm_axis(int(ctx.attr("axis", -1)), rank)
     eps = float(ctx.attr("epsilon", 1e-5))
     dtype = ctx.dtype(0)
     beta = ctx.input(2) if ctx.has(2) else relay.zeros_like(ctx.input(1))
-    if axis == rank - 1:
+    extras = any(name for name in ctx.output_names[1:])
+    if axis == rank - 1 and not extras:
         return relay.nn.layer_norm(x, ctx.input(1), beta, axis=-1, epsilon=eps)
     axes = list(range(axis, rank))
     mean = relay.mean(x, axis=axes, keepdims=True)
     centered = relay.subtract(x, mean)
     var = relay.mean(relay.multiply(centered, centered), axis=axes, keepdims=True)
-    denom = relay.sqrt(relay.add(var, relay.const(eps, dtype)))
-    return relay.add(relay.multiply(relay.divide(centered, denom), ctx.input(1)), beta)
+    inv_std = relay.rsqrt(relay.add(var, relay.const(eps, dtype)))
+    y = relay.add(relay.multiply(relay.multiply(centered, inv_std), ctx.input(1)), beta)
+    return [y, mean, inv_std] if extras else y
 
 
 _METHOD = {"nearest": "nearest_neighbor", "linear": "linear", "bilinear": "linear",
