@@ -34,8 +34,12 @@ _AXES_AS_INPUT = {"ReduceSum": 13}
 _AXES_AS_INPUT_DEFAULT = 18
 
 
+def _axes_as_input(ctx: NodeContext) -> bool:
+    return ctx.opset >= _AXES_AS_INPUT.get(ctx.op_type, _AXES_AS_INPUT_DEFAULT)
+
+
 def _reduce_axes(ctx: NodeContext) -> list[int] | None:
-    if ctx.opset >= _AXES_AS_INPUT.get(ctx.op_type, _AXES_AS_INPUT_DEFAULT):
+    if _axes_as_input(ctx):
         axes = ctx.ints(1, "axes") if ctx.has(1) else []
     else:
         axes = [int(a) for a in ctx.attr("axes", [])]
@@ -45,10 +49,14 @@ def _reduce_axes(ctx: NodeContext) -> list[int] | None:
 @converter(*_REDUCE, *_COMPOSITE)
 def reduce_op(ctx: NodeContext) -> ConvertResult:
     before, name, after = _COMPOSITE.get(ctx.op_type, (None, _REDUCE.get(ctx.op_type, ""), None))
-    axes = _reduce_axes(ctx)
     x = before(ctx.input(0)) if before else ctx.input(0)
-    if axes is not None or not ctx.attr("noop_with_empty_axes", 0):
-        x = getattr(relay, name)(x, axis=axes, keepdims=bool(ctx.attr("keepdims", 1)))
+    keepdims, noop = bool(ctx.attr("keepdims", 1)), bool(ctx.attr("noop_with_empty_axes", 0))
+    if _axes_as_input(ctx) and ctx.has(1) and ctx.value(1) is None:
+        x = relay.dyn.reduce(name, x, ctx.input(1), keepdims, noop)  # axes known at run time
+        return after(x) if after else x
+    axes = _reduce_axes(ctx)
+    if axes is not None or not noop:
+        x = getattr(relay, name)(x, axis=axes, keepdims=keepdims)
     return after(x) if after else x
 
 
