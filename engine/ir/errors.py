@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class EngineError(Exception):
     """Base of every error the engine raises on purpose."""
@@ -50,11 +52,15 @@ class FrontendError(EngineError):
 class UnsupportedOperatorError(FrontendError):
     """The model uses operators the frontend cannot convert; all of them are listed."""
 
-    def __init__(self, frontend: str, ops: dict[str, int]) -> None:
+    def __init__(self, frontend: str, ops: dict[str, int], where: Sequence[str] = ()) -> None:
+        """`ops`: op name -> count; `where`: optional lines, one per op, such as
+        "unsupported: CastLike (ai.onnx, opset 21) at node 'cast_1'"."""
         self.frontend = frontend
         self.ops = dict(ops)
+        self.where = tuple(where)
         listing = ", ".join(f"{name} (x{count})" for name, count in sorted(ops.items()))
-        super().__init__(f"{frontend}: unsupported operators: {listing}")
+        lines = [f"{frontend}: unsupported operators: {listing}", *self.where]
+        super().__init__("\n".join(lines))
 
 
 class PassError(EngineError):

@@ -70,6 +70,9 @@ def test_unsupported_operators_are_listed_all_at_once() -> None:
         frontend.load(_model(nodes).SerializeToString())
     assert info.value.ops == {"Hardmax": 2, "Det": 1}
     assert "Hardmax (x2)" in str(info.value) and "Det (x1)" in str(info.value)
+    assert "unsupported: Det (ai.onnx, opset 13) at node '#2 Det'" in str(info.value)
+    assert "unsupported: Hardmax (ai.onnx, opset 13) at nodes '#0 Hardmax', '#1 Hardmax'" \
+        in str(info.value)
 
 
 def test_custom_domain_op_is_unsupported() -> None:
@@ -148,12 +151,23 @@ def test_external_data_inside_the_folder_is_read(tmp_path: Path) -> None:
         frontend.load(path.read_bytes())  # bytes have no folder to read from
 
 
-def test_checker_complaint_is_a_clear_error() -> None:
+def test_checker_complaint_is_a_warning_not_a_refusal() -> None:
     node = helper.make_node("Relu", ["x"], ["y"])
     model = _model([node])
     model.graph.node[0].attribute.append(helper.make_attribute("bogus", 1))
-    with pytest.raises(InvalidGraphError, match="checker"):
-        frontend.load(model.SerializeToString())
+    result = frontend.load(model.SerializeToString())
+    assert any("checker" in w and "bogus" in w for w in result.warnings)
+
+
+def test_an_unread_optional_output_is_fine_a_read_one_is_named() -> None:
+    nodes = [helper.make_node("MaxPool", ["x"], ["y", "idx"], kernel_shape=[1], name="pool")]
+    x = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4])]
+    y = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4])]
+    assert frontend.load(_model(nodes, inputs=x, outputs=y).SerializeToString()).mod
+    nodes.append(helper.make_node("Cast", ["idx"], ["z"], to=TensorProto.FLOAT, name="use"))
+    z = [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 1, 4])]
+    with pytest.raises(frontend.ConversionError, match="output 1 .'idx'. of layer 'pool'"):
+        frontend.load(_model(nodes, inputs=x, outputs=z).SerializeToString())
 
 
 def test_converter_problem_names_the_layer() -> None:

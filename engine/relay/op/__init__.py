@@ -7,7 +7,7 @@ fusion pattern (`TOpPattern`), `TOpIsStateful` and numpy compute (`FNumpyCompute
 """
 
 from engine.ir.op import Op, list_ops
-from engine.relay.op import image, nn
+from engine.relay.op import dyn, image, nn
 from engine.relay.op.binary import *  # noqa: F403
 from engine.relay.op.binary import __all__ as _binary_all
 from engine.relay.op.comparison import *  # noqa: F403
@@ -46,7 +46,7 @@ TOpPattern = OpPattern
 __all__ = [
     *_binary_all, *_comparison_all, *_creation_all, *_indexing_all, *_reduce_all, *_scan_all,
     *_tensor_all,
-    *_transform_all, "Op", "OpPattern", "TOpPattern", "TypeRelationError", "image",
+    *_transform_all, "Op", "OpPattern", "TOpPattern", "TypeRelationError", "dyn", "image",
     "layout_transform", "list_ops", "nn", "register_compute", "register_infer_correct_layout",
     "register_pattern", "register_stateful", "register_type_rel",
 ]

@@ -1,5 +1,5 @@
-"""ONNX elementwise ops: unary math, broadcasting binaries, comparisons, variadics, Clip,
-Where, Cast, Identity."""
+"""ONNX elementwise ops: unary math, broadcasting binaries, comparisons, bitwise ops,
+variadics, Mod, Clip, Where, Cast, CastLike, IsInf, Identity."""
 
 from __future__ import annotations
 
@@ -16,13 +16,16 @@ from engine.relay.frontend.onnx.util import onnx_dtype
 _UNARY = {
     "Sqrt": "sqrt", "Exp": "exp", "Log": "log", "Neg": "negative", "Abs": "abs",
     "Floor": "floor", "Ceil": "ceil", "Sign": "sign", "Sin": "sin", "Cos": "cos",
-    "Not": "logical_not", "Round": "round", "IsNaN": "isnan",
+    "Not": "logical_not", "Round": "round", "IsNaN": "isnan", "Tan": "tan", "Asin": "asin",
+    "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh",
+    "Acosh": "acosh", "Atanh": "atanh", "BitwiseNot": "bitwise_not",
 }
 _BINARY = {
     "Add": "add", "Sub": "subtract", "Mul": "multiply", "Pow": "power",
     "Equal": "equal", "Less": "less", "Greater": "greater", "LessOrEqual": "less_equal",
     "GreaterOrEqual": "greater_equal", "And": "logical_and", "Or": "logical_or",
-    "Xor": "logical_xor",
+    "Xor": "logical_xor", "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or",
+    "BitwiseXor": "bitwise_xor",
 }
 _VARIADIC = {"Min": "minimum", "Max": "maximum", "Sum": "add", "Mean": "add"}
 
@@ -104,6 +107,39 @@ def where(ctx: NodeContext) -> ConvertResult:
 @converter("Cast")
 def cast(ctx: NodeContext) -> ConvertResult:
     return relay.cast(ctx.input(0), onnx_dtype(int(ctx.attr("to"))))
+
+
+@converter("CastLike", since=15)
+def cast_like(ctx: NodeContext) -> ConvertResult:
+    return relay.cast_like(ctx.input(0), ctx.input(1))
+
+
+@converter("Mod", since=10)
+def mod(ctx: NodeContext) -> ConvertResult:
+    """fmod=1: the sign of the dividend (C's fmod); fmod=0: the sign of the divisor."""
+    fn = relay.mod if ctx.attr("fmod", 0) else relay.floor_mod
+    return fn(ctx.input(0), ctx.input(1))
+
+
+@converter("BitShift", since=11)
+def bit_shift(ctx: NodeContext) -> ConvertResult:
+    direction = ctx.attr("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise ctx.fail(f"unknown direction {direction!r}")
+    fn = relay.left_shift if direction == "LEFT" else relay.right_shift
+    return fn(ctx.input(0), ctx.input(1))
+
+
+@converter("IsInf", since=10)
+def is_inf(ctx: NodeContext) -> ConvertResult:
+    x = ctx.input(0)
+    inf = relay.isinf(x)
+    zero = relay.const(0, ctx.dtype(0))
+    if not ctx.attr("detect_negative", 1):
+        inf = relay.logical_and(inf, relay.greater(x, zero))
+    if not ctx.attr("detect_positive", 1):
+        inf = relay.logical_and(inf, relay.less(x, zero))
+    return inf
 
 
 @converter("Identity")

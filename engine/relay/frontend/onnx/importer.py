@@ -47,7 +47,7 @@ from engine.relay.frontend.onnx.table import NodeContext, lookup, supported_ops
 from engine.relay.frontend.onnx.util import onnx_dtype
 from engine.runtime.ndarray import NDArray
 
-MIN_OPSET, MAX_OPSET = 9, 21
+MIN_OPSET, MAX_OPSET = 1, onnx.defs.onnx_opset_version()
 _CONVERTER_ERRORS = (TypeError, ValueError, IndexError, KeyError, AttributeError)
 
 
@@ -57,6 +57,24 @@ def op_key(node: onnx.NodeProto) -> str:
     if node.domain in ("", "ai.onnx"):
         return node.op_type
     return f"{node.domain}.{node.op_type}"
+
+
+def unsupported_lines(nodes: Sequence[onnx.NodeProto], model: onnx.ModelProto) -> list[str]:
+    """One line per unsupported op: `unsupported: Op (domain, opset N) at node 'a', 'b'`."""
+    versions = {entry.domain or "ai.onnx": int(entry.version) for entry in model.opset_import}
+    where: dict[str, list[str]] = {}
+    for index, node in enumerate(nodes):
+        where.setdefault(op_key(node), []).append(node.name or f"#{index} {node.op_type}")
+    lines = []
+    for key, names in sorted(where.items()):
+        node = next(n for n in nodes if op_key(n) == key)
+        domain = node.domain or "ai.onnx"
+        shown = ", ".join(repr(n) for n in names[:5])
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        lines.append(f"unsupported: {node.op_type} ({domain}, opset "
+                     f"{versions.get(domain, '?')}) at node{'s' if len(names) > 1 else ''} "
+                     f"{shown}{more}")
+    return lines
 
 
 class OnnxImporter:
@@ -78,6 +96,7 @@ class OnnxImporter:
         self.info: dict[str, TensorInfo] = {}
         self.warnings: list[str] = []
         self.layers: list[dict[str, Any]] = []
+        self.unavailable: dict[str, str] = {}  # optional outputs a converter does not make
 
     # --- lookups converters use -----------------------------------------------------------
     def shape_of(self, name: str, expr: Expr) -> tuple[int | None, ...] | None:
@@ -118,10 +137,8 @@ class OnnxImporter:
         self._check_opset()
         nodes = self._validate()
         light = light_model(self.model, self.pinned, nodes)
-        run_checker(light)
-        self.info, warning = infer_tensor_info(light)
-        if warning:
-            self.warnings.append(warning)
+        self.info, inferred = infer_tensor_info(light)
+        self.warnings.extend(w for w in (run_checker(light), inferred) if w)
         self._make_inputs()
         self._make_initializers()
         namer = LayerNamer(n.name for n in nodes)
@@ -131,15 +148,16 @@ class OnnxImporter:
 
     def _check_opset(self) -> None:
         if not MIN_OPSET <= self.opset <= MAX_OPSET:
-            self.warnings.append(f"opset {self.opset} is outside the tested range "
-                                 f"{MIN_OPSET}..{MAX_OPSET}; converting with the nearest rules")
+            self.warnings.append(f"opset {self.opset} is newer than the installed onnx knows "
+                                 f"({MAX_OPSET}); converting with the newest rules")
 
     def _validate(self) -> list[onnx.NodeProto]:
         known = supported_ops()
-        unsupported = Counter(op_key(node) for node in self.graph.node
-                              if op_key(node) not in known)
-        if unsupported:
-            raise UnsupportedOperatorError("onnx", dict(unsupported))
+        missing = [node for node in self.graph.node if op_key(node) not in known]
+        if missing:
+            raise UnsupportedOperatorError(
+                "onnx", dict(Counter(op_key(node) for node in missing)),
+                unsupported_lines(missing, self.model))
         check_declared_sizes(self.graph)
         return topological_nodes(self.graph)
 
@@ -195,11 +213,17 @@ class OnnxImporter:
                               list(node.output), self)
             outputs = self._call_converter(ctx)
         outputs = set_span(outputs, layer)
-        for name, expr in zip(node.output, outputs):
+        for index, (name, expr) in enumerate(zip(node.output, outputs)):
             if name and expr is not None:
                 self.tensors[name] = expr
+            elif name:
+                self.unavailable[name] = (f"output {index} ({name!r}) of layer {layer!r} "
+                                          f"({node.op_type}) is not supported; it is fine "
+                                          "as long as nothing reads it")
 
     def _consume(self, name: str, layer: str) -> Expr:
+        if name in self.unavailable:
+            raise ConversionError(layer, "input", self.unavailable[name])
         expr = self.tensors[name]
         if not self.fill_spans or expr.span:
             return expr
@@ -221,14 +245,15 @@ class OnnxImporter:
         except _CONVERTER_ERRORS as err:
             raise ctx.fail(f"{type(err).__name__}: {err}") from err
         outputs: list[Expr | None] = [out] if isinstance(out, Expr) else list(out)
-        if len(outputs) < len([o for o in ctx.output_names if o]):
-            raise ctx.fail(f"produced {len(outputs)} outputs, the node declares "
-                           f"{len(ctx.output_names)}")
-        return outputs
+        if not outputs or outputs[0] is None:
+            raise ctx.fail("the converter produced no output")
+        return outputs + [None] * (len(ctx.output_names) - len(outputs))
 
     def _finish(self) -> tuple[IRModule, dict[str, NDArray], dict[str, Any], list[str]]:
         outs = []
         for info in self.graph.output:
+            if info.name in self.unavailable:
+                raise ConversionError(info.name, "output", self.unavailable[info.name])
             if info.name not in self.tensors:
                 raise ConversionError(info.name, "output", "no node produces this graph output")
             outs.append(self.tensors[info.name])

@@ -1,4 +1,5 @@
-"""ONNX indexing, scans and selection: GatherND, GatherElements, CumSum, TopK, OneHot, Trilu."""
+"""ONNX indexing, scans and selection: GatherND, GatherElements, CumSum, CumProd, TopK, OneHot,
+Trilu."""
 
 from __future__ import annotations
 
@@ -45,13 +46,15 @@ def gather_elements(ctx: NodeContext) -> ConvertResult:
 
 
 @converter("CumSum", since=11)
-def cumsum(ctx: NodeContext) -> ConvertResult:
+@converter("CumProd", since=26)
+def cumulative(ctx: NodeContext) -> ConvertResult:
     axis = norm_axis(ctx.ints(1, "axis")[0], ctx.rank(0))
     x = ctx.input(0)
     reverse = bool(ctx.attr("reverse", 0))
     if reverse:
         x = relay.reverse(x, axis=axis)
-    out = relay.cumsum(x, axis=axis, exclusive=bool(ctx.attr("exclusive", 0)))
+    scan = relay.cumsum if ctx.op_type == "CumSum" else relay.cumprod
+    out = scan(x, axis=axis, exclusive=bool(ctx.attr("exclusive", 0)))
     return relay.reverse(out, axis=axis) if reverse else out
 
 

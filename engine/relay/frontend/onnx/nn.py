@@ -85,13 +85,11 @@ def _transpose_pads(ctx: NodeContext, kernel: list[int], strides: list[int],
 @converter("BatchNormalization")
 def batch_norm(ctx: NodeContext) -> ConvertResult:
     training = bool(ctx.attr("training_mode", 0)) and ctx.opset >= 14
-    if not training and any(name for name in ctx.output_names[1:]):
-        raise ctx.fail("training-mode outputs (running mean/var) are not supported")
     if training:
         return _batch_norm_training(ctx)
     out = relay.nn.batch_norm(ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3),
                               ctx.input(4), axis=1, epsilon=float(ctx.attr("epsilon", 1e-5)))
-    return out[0]
+    return [out[0]]  # the optional outputs of older opsets: unavailable (used in training)
 
 
 def _batch_norm_training(ctx: NodeContext) -> ConvertResult:
@@ -203,8 +201,6 @@ def log_softmax(ctx: NodeContext) -> ConvertResult:
 
 @converter("MaxPool")
 def max_pool(ctx: NodeContext) -> ConvertResult:
-    if len(ctx.output_names) > 1 and ctx.output_names[1]:
-        raise ctx.fail("the Indices output of MaxPool is not supported")
     kernel = [int(k) for k in ctx.attr("kernel_shape")]
     strides, dilations, pads = _window(ctx, kernel)
     fn = _nn(ctx, _MAX_POOL, len(kernel))
@@ -242,9 +238,13 @@ def lrn(ctx: NodeContext) -> ConvertResult:
 
 @converter("Dropout")
 def dropout(ctx: NodeContext) -> ConvertResult:
-    if len(ctx.output_names) > 1 and ctx.output_names[1]:
-        raise ctx.fail("the mask output of Dropout is not supported")
-    return ctx.input(0)
+    """Inference: the identity; the optional mask keeps every element (all true)."""
+    x = ctx.input(0)
+    training = ctx.value(2) if ctx.has(2) else np.zeros(1, "bool")
+    if training is None or bool(np.asarray(training).reshape(-1)[0]):
+        raise ctx.fail("training-mode Dropout (random, or decided at run time) is not supported")
+    mask_dtype = "bool" if ctx.opset >= 10 else ctx.dtype(0)
+    return [x, relay.cast(relay.ones_like(x), mask_dtype)]
 
 
 @converter("Gemm")

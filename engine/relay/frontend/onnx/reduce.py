@@ -1,6 +1,9 @@
-"""ONNX reductions, LayerNormalization, and resizing (Resize, Upsample)."""
+"""ONNX reductions (the plain ones and the composite L1/L2/LogSum/LogSumExp/SumSquare),
+LayerNormalization, RMSNormalization, and resizing (Resize, Upsample)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -13,45 +16,83 @@ _REDUCE = {
     "ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min",
     "ReduceProd": "prod",
 }
+
+def _square(x: Expr) -> Expr:
+    return relay.multiply(x, x)
+
+
+# Composite reductions: (elementwise before, reduction, elementwise after).
+_COMPOSITE: dict[str, tuple[Callable[[Expr], Expr] | None, str, Callable[[Expr], Expr] | None]] = {
+    "ReduceL1": (relay.abs, "sum", None),
+    "ReduceL2": (_square, "sum", relay.sqrt),
+    "ReduceSumSquare": (_square, "sum", None),
+    "ReduceLogSum": (None, "sum", relay.log),
+    "ReduceLogSumExp": (relay.exp, "sum", relay.log),
+}
 # The opset where each reduction's `axes` moved from attribute to input.
 _AXES_AS_INPUT = {"ReduceSum": 13}
 _AXES_AS_INPUT_DEFAULT = 18
 
 
+def _axes_as_input(ctx: NodeContext) -> bool:
+    return ctx.opset >= _AXES_AS_INPUT.get(ctx.op_type, _AXES_AS_INPUT_DEFAULT)
+
+
 def _reduce_axes(ctx: NodeContext) -> list[int] | None:
-    if ctx.opset >= _AXES_AS_INPUT.get(ctx.op_type, _AXES_AS_INPUT_DEFAULT):
+    if _axes_as_input(ctx):
         axes = ctx.ints(1, "axes") if ctx.has(1) else []
     else:
         axes = [int(a) for a in ctx.attr("axes", [])]
     return norm_axes(axes, ctx.rank(0)) if axes else None
 
 
-@converter(*_REDUCE)
+@converter(*_REDUCE, *_COMPOSITE)
 def reduce_op(ctx: NodeContext) -> ConvertResult:
+    before, name, after = _COMPOSITE.get(ctx.op_type, (None, _REDUCE.get(ctx.op_type, ""), None))
+    x = before(ctx.input(0)) if before else ctx.input(0)
+    keepdims, noop = bool(ctx.attr("keepdims", 1)), bool(ctx.attr("noop_with_empty_axes", 0))
+    if _axes_as_input(ctx) and ctx.has(1) and ctx.value(1) is None:
+        x = relay.dyn.reduce(name, x, ctx.input(1), keepdims, noop)  # axes known at run time
+        return after(x) if after else x
     axes = _reduce_axes(ctx)
-    if axes is None and ctx.attr("noop_with_empty_axes", 0):
-        return ctx.input(0)
-    fn = getattr(relay, _REDUCE[ctx.op_type])
-    return fn(ctx.input(0), axis=axes, keepdims=bool(ctx.attr("keepdims", 1)))
+    if axes is not None or not noop:
+        x = getattr(relay, name)(x, axis=axes, keepdims=keepdims)
+    return after(x) if after else x
 
 
 @converter("LayerNormalization", since=17)
 def layer_norm(ctx: NodeContext) -> ConvertResult:
-    if any(name for name in ctx.output_names[1:]):
-        raise ctx.fail("the Mean/InvStdDev outputs are not supported")
+    """Y, and when read, the optional Mean and InvStdDev (reduced axes kept as 1)."""
     x, rank = ctx.input(0), ctx.rank(0)
     axis = norm_axis(int(ctx.attr("axis", -1)), rank)
     eps = float(ctx.attr("epsilon", 1e-5))
     dtype = ctx.dtype(0)
     beta = ctx.input(2) if ctx.has(2) else relay.zeros_like(ctx.input(1))
-    if axis == rank - 1:
+    extras = any(name for name in ctx.output_names[1:])
+    if axis == rank - 1 and not extras:
         return relay.nn.layer_norm(x, ctx.input(1), beta, axis=-1, epsilon=eps)
     axes = list(range(axis, rank))
     mean = relay.mean(x, axis=axes, keepdims=True)
     centered = relay.subtract(x, mean)
     var = relay.mean(relay.multiply(centered, centered), axis=axes, keepdims=True)
-    denom = relay.sqrt(relay.add(var, relay.const(eps, dtype)))
-    return relay.add(relay.multiply(relay.divide(centered, denom), ctx.input(1)), beta)
+    inv_std = relay.rsqrt(relay.add(var, relay.const(eps, dtype)))
+    y = relay.add(relay.multiply(relay.multiply(centered, inv_std), ctx.input(1)), beta)
+    return [y, mean, inv_std] if extras else y
+
+
+@converter("RMSNormalization", since=23)
+def rms_norm(ctx: NodeContext) -> ConvertResult:
+    """x / sqrt(mean(x^2 over axis..last) + epsilon) * scale, in `stash_type` (float32)."""
+    x, rank, dtype = ctx.input(0), ctx.rank(0), ctx.dtype(0)
+    axes = list(range(norm_axis(int(ctx.attr("axis", -1)), rank), rank))
+    stash = "float32" if int(ctx.attr("stash_type", 1)) == 1 else dtype
+    wide = relay.cast(x, stash) if stash != dtype else x
+    mean_square = relay.mean(relay.multiply(wide, wide), axis=axes, keepdims=True)
+    inv = relay.rsqrt(relay.add(mean_square, relay.const(float(ctx.attr("epsilon", 1e-5)),
+                                                         stash)))
+    normed = relay.multiply(wide, inv)
+    normed = relay.cast(normed, dtype) if stash != dtype else normed
+    return relay.multiply(normed, ctx.input(1))
 
 
 _METHOD = {"nearest": "nearest_neighbor", "linear": "linear", "bilinear": "linear",

@@ -30,6 +30,7 @@ def _light_graph(graph: onnx.GraphProto, pinned: Mapping[str, Sequence[int]],
                  nodes: Sequence[onnx.NodeProto]) -> onnx.GraphProto:
     inputs, initializers = [], []
     seen: set[str] = set()
+    declared = {info.name: info for info in graph.input}
     for tensor in graph.initializer:
         seen.add(tensor.name)
         count = 1
@@ -37,6 +38,8 @@ def _light_graph(graph: onnx.GraphProto, pinned: Mapping[str, Sequence[int]],
             count *= d
         if count <= _KEEP_INITIALIZER_ELEMENTS:
             initializers.append(tensor)
+            if tensor.name in declared:  # IR < 4 lists every initializer as an input too
+                inputs.append(declared[tensor.name])
         else:
             inputs.append(helper.make_tensor_value_info(tensor.name, tensor.data_type,
                                                         list(tensor.dims)))
