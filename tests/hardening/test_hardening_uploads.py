@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from corpus import BadUpload, bad_uploads, mlp_model, tflite_files
 
+from explorer.runs.children import wait_ready
+
 MIN_CORPUS = 200
 
 
@@ -77,6 +79,8 @@ def test_every_bad_upload_is_a_4xx_naming_the_problem(app: Any, client: Any, dat
     markers = tmp_path / "markers"
     markers.mkdir()
     cases = bad_uploads(markers)
+    client.get("/api/sessions")  # the services start, and with them the probes' fork server,
+    wait_ready()                 # whose socket folder is multiprocessing's, made before tmp moves
     private_tmp = tmp_path / "tmp"
     private_tmp.mkdir()
     cwd = tmp_path / "cwd"
