@@ -27,7 +27,7 @@ from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs
 
-from explorer.protocol import error_response
+from explorer.protocol import CROSS_ORIGIN, FOREIGN_HOST, TOKEN_REQUIRED, error_response
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -128,13 +128,13 @@ class AccessGuard:
     def _refusal(self, environ: Environ,
                  extra: list[tuple[str, str]]) -> tuple[str, str, str] | None:
         if not allowed_host(environ.get("HTTP_HOST"), self.config.get("ALLOWED_HOSTS") or ()):
-            return ("403 Forbidden", "foreign_host",
+            return ("403 Forbidden", FOREIGN_HOST,
                     "this server does not answer to that host name")
         token = self.config.get("ACCESS_TOKEN")
         if token:
             given, in_query = _token_of(environ)
             if given is None or not hmac.compare_digest(given.encode(), str(token).encode()):
-                return ("401 Unauthorized", "token_required",
+                return ("401 Unauthorized", TOKEN_REQUIRED,
                         "open the URL explorer serve printed (it carries the access token)")
             if in_query:
                 extra.append(("Set-Cookie", f"{TOKEN_COOKIE}={token}; Path=/; HttpOnly; "
@@ -142,6 +142,6 @@ class AccessGuard:
         checks_origin = (environ.get("REQUEST_METHOD", "GET").upper() in UNSAFE_METHODS
                          or environ.get("PATH_INFO", "").startswith(SOCKET_PATH))
         if checks_origin and not same_origin(environ.get("HTTP_ORIGIN"), environ):
-            return ("403 Forbidden", "cross_origin",
+            return ("403 Forbidden", CROSS_ORIGIN,
                     "requests from other sites are refused (same origin only)")
         return None

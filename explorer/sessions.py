@@ -26,7 +26,14 @@ from typing import Any
 
 from explorer import compiler
 from explorer.compiler import Imported
-from explorer.protocol import UPLOAD_EXTENSIONS, ApiError, Session, TensorInfo, bad_request
+from explorer.protocol import (
+    RUN_ACTIVE,
+    UPLOAD_EXTENSIONS,
+    ApiError,
+    Session,
+    TensorInfo,
+    bad_request,
+)
 from explorer.store import Store
 
 MAX_INPUT_ELEMENTS = 2**31
@@ -234,7 +241,7 @@ class SessionService:
         """Delete a session, its runs and snapshots, and its model file unless another
         session shares it. A session with a run in progress is not deleted (409)."""
         if any(run["status"] == "running" for run in self.store.runs_of(sid)):
-            raise ApiError(409, "run_active",
+            raise ApiError(409, RUN_ACTIVE,
                            f"session {sid!r} has a run in progress; cancel it first")
         with self._lock:
             model_file = self.store.delete_session(sid, session_snapshot_owner(sid))
@@ -245,7 +252,7 @@ class SessionService:
 
     def delete_run(self, rid: str) -> None:
         if self.store.run(rid)["status"] == "running":
-            raise ApiError(409, "run_active", f"run {rid!r} is in progress; cancel it first")
+            raise ApiError(409, RUN_ACTIVE, f"run {rid!r} is in progress; cancel it first")
         self.store.delete_run(rid)
 
     def delete_any(self, key: str) -> str:

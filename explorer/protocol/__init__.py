@@ -14,6 +14,10 @@ typedefs are generated from here into `static/src/protocol.gen.js`
 """
 
 from explorer.protocol.errors import (
+    CROSS_ORIGIN,
+    FOREIGN_HOST,
+    RUN_ACTIVE,
+    TOKEN_REQUIRED,
     ApiError,
     ErrorBody,
     ErrorResponse,
@@ -140,7 +144,7 @@ from explorer.protocol.shapes import (
 )
 
 __all__ = [
-    "MAX_SAFE_INT",
+    "CROSS_ORIGIN", "FOREIGN_HOST", "MAX_SAFE_INT", "RUN_ACTIVE", "TOKEN_REQUIRED",
     # names
     "BACKTRACE_ACTIONS", "BUILD_FINISHED", "BUILD_STARTED", "CANCEL_RUN", "CLIENT_EVENTS",
     "MODEL_FORMATS", "model_format",
