@@ -106,7 +106,9 @@ def _load_pytorch(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) 
 def _load_relay(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) -> ImportResult:
     mod = parse(relay_text(data), source_name=path.name if path is not None else "<string>")
     main = _main(mod)
-    params = main.params if main is not None else ()
+    if main is None:
+        raise CorruptModelError("the Relay text defines no function @main")
+    params = main.params
     inputs = [res.tensor_entry(p.name_hint, _dims(p.type_annotation), _dtype(p.type_annotation))
               for p in params]
     return ImportResult(mod, {}, "relay", res.frontend_graph([], inputs, []), ())
