@@ -16,9 +16,12 @@ from flask import Flask
 from flask_socketio import SocketIO
 
 from explorer.extensions import Explorer, ExplorerExtension, services
+from explorer.guard import AccessGuard, same_origin
 from explorer.protocol import NAMESPACE
 
 DEFAULT_MAX_UPLOAD = 512 * 1024 * 1024
+SOCKET_MESSAGE_LIMIT = 1024 * 1024
+"""Bytes of one Socket.IO message (every client message is a small JSON request)."""
 
 __all__ = ["Explorer", "create_app", "services", "socketio_of"]
 
@@ -35,11 +38,13 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
                 template_folder=str(root / "templates"), static_folder=str(root / "static"),
                 static_url_path="/static")
     app.config.from_mapping(MAX_CONTENT_LENGTH=DEFAULT_MAX_UPLOAD, DATA_DIR=None,
-                            DEMO_SESSION=None, JSON_SORT_KEYS=False)
+                            DEMO_SESSION=None, JSON_SORT_KEYS=False, ALLOWED_HOSTS=[],
+                            ACCESS_TOKEN=None, MAX_DATA_BYTES=None)
     if test_config:
         app.config.update(test_config)
-    socketio = SocketIO(async_mode="threading", cors_allowed_origins=[])
-    socketio.init_app(app, max_http_buffer_size=app.config["MAX_CONTENT_LENGTH"])
+    socketio = SocketIO(async_mode="threading", cors_allowed_origins=same_origin)
+    socketio.init_app(app, max_http_buffer_size=SOCKET_MESSAGE_LIMIT)
+    app.wsgi_app = AccessGuard(app.wsgi_app, app.config)  # type: ignore[method-assign]
     extension = ExplorerExtension(app, socketio)
     app.extensions["explorer"] = extension
     app.before_request(extension.ensure_started)

@@ -5,6 +5,8 @@
     explorer run MODEL [--opt-level 3] [--disable P] [--print-after-all | --print-after-change]
                        [--timing] [--check-numerics]
     explorer trace MODEL NODE_OR_LAYER [--opt-level 3] [--disable P]
+    explorer sessions [--data DIR]          # list the stored sessions and their runs
+    explorer delete ID [--data DIR]         # delete a session (with its runs) or a run
 
 `run` and `trace` use the same recording machinery as the server, on an
 in-memory database, and print to the terminal.
@@ -13,6 +15,9 @@ in-memory database, and print to the terminal.
 from __future__ import annotations
 
 import argparse
+import os
+import secrets
+import socket
 import sys
 import tempfile
 import threading
@@ -21,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from explorer import queries
+from explorer import queries, serving
+from explorer.guard import LOOPBACK_HOSTS
 from explorer.hub import EventHub
 from explorer.protocol import PASS_FINISHED, RUN_STARTED, ApiError, RunEvent, RunOptions
 from explorer.runs.manager import RunManager
@@ -43,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--open", action="store_true", help="open the page in a browser")
     serve.add_argument("--demo", action="store_true", help="open the bundled demo model")
     serve.add_argument("--max-upload-mb", type=int, default=512)
+    serve.add_argument("--max-data-gb", type=float, default=None, metavar="GB",
+                       help="keep the data folder under this size: the least recently used "
+                            "sessions are deleted first")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="another host name the server answers to (besides loopback "
+                            "and --host)")
     serve.add_argument("--max-runs", type=int, default=None, metavar="N",
                        help="runs executing at once (default: the number of CPUs); "
                             "more wait in a queue")
@@ -62,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
             shown.add_argument("--print-after-all", action="store_true")
             shown.add_argument("--print-after-change", action="store_true")
             cmd.add_argument("--timing", action="store_true", help="print the pass timing tree")
+    listing = sub.add_parser("sessions", help="list the stored sessions and their runs")
+    listing.add_argument("--data", type=Path, default=None, help="data folder")
+    delete = sub.add_parser("delete", help="delete a session (with its runs) or a run")
+    delete.add_argument("id", help="a session id or a run id")
+    delete.add_argument("--data", type=Path, default=None, help="data folder")
     return parser
 
 
@@ -81,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return serve(args)
+        if args.command in ("sessions", "delete"):
+            return manage(args, sys.stdout, sys.stderr)
         return terminal_run(args, sys.stdout, sys.stderr)
     except ApiError as err:
         print(f"explorer: {err.message}", file=sys.stderr)
@@ -104,16 +123,18 @@ def serve(args: argparse.Namespace) -> int:
             path = f"/s/{session['id']}"
         elif args.demo:
             path = f"/s/{demo_session(svc.sessions, svc.data_dir)['id']}"
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
+    token = app.config["ACCESS_TOKEN"]
+    if token:
         print(f"explorer: WARNING: listening on {args.host}: anyone who can reach this "
-              "machine can upload models and read every session", file=sys.stderr)
+              "machine and has the token below can upload models and read every session",
+              file=sys.stderr)
+        path += f"?token={token}"
     url = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}{path}"
     print(f"IR Explorer on {url} (data in {app.config['DATA_DIR']})", flush=True)
     if args.open:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     try:
-        app.extensions["explorer"].socketio.run(app, host=args.host, port=args.port,
-                                                allow_unsafe_werkzeug=True, use_reloader=False)
+        serving.listen(app, args.host, args.port)
     except KeyboardInterrupt:
         print("explorer: stopping", file=sys.stderr)
     finally:
@@ -123,7 +144,12 @@ def serve(args: argparse.Namespace) -> int:
 
 def _serve_config(args: argparse.Namespace) -> dict[str, Any]:
     config: dict[str, Any] = {"MAX_CONTENT_LENGTH": args.max_upload_mb * 1024 * 1024,
-                              "RUN_PLUGINS": list(args.plugin)}
+                              "RUN_PLUGINS": list(args.plugin),
+                              "ALLOWED_HOSTS": _allowed_hosts(args.host, args.allow_host)}
+    if args.host not in LOOPBACK_HOSTS:
+        config["ACCESS_TOKEN"] = os.environ.get("EXPLORER_TOKEN") or secrets.token_urlsafe(24)
+    if args.max_data_gb is not None:
+        config["MAX_DATA_BYTES"] = int(args.max_data_gb * 1024**3)
     if args.data is not None:
         config["DATA_DIR"] = str(args.data.resolve())
     if args.max_runs is not None:
@@ -131,6 +157,46 @@ def _serve_config(args: argparse.Namespace) -> dict[str, Any]:
     if args.stall_timeout is not None:
         config["RUN_STALL_TIMEOUT"] = args.stall_timeout
     return config
+
+
+def _allowed_hosts(host: str, extra: list[str]) -> list[str]:
+    """Host names the server answers to besides loopback: --host, --allow-host, and the
+    machine's names when it listens on every interface."""
+    names = [host, *extra]
+    if host in ("0.0.0.0", "::", ""):
+        names += [socket.gethostname(), socket.getfqdn()]
+    return [n for n in names if n]
+
+
+# --- sessions / delete -----------------------------------------------------------------------
+def manage(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`sessions` lists the data folder's sessions; `delete ID` deletes a session or a run."""
+    from explorer import create_app
+
+    config = {} if args.data is None else {"DATA_DIR": str(args.data.resolve())}
+    app = create_app(config)
+    data_dir = Path(app.config["DATA_DIR"] or app.instance_path)
+    if not (data_dir / "explorer.sqlite3").exists():
+        print(f"explorer: no data in {data_dir}", file=err)
+        return EXIT_FAILED if args.command == "delete" else EXIT_OK
+    store = Store(data_dir / "explorer.sqlite3")
+    sessions = SessionService(store, data_dir / "models")
+    try:
+        if args.command == "sessions":
+            for session in store.sessions():
+                runs = store.runs_of(session["id"])
+                print(f"{session['id']}  {session['name']}  ({len(runs)} runs)", file=out)
+                for run in runs:
+                    print(f"    run {run['id']}  {run['status']}", file=out)
+            return EXIT_OK
+        what = sessions.delete_any(args.id)
+        print(f"deleted {what} {args.id}", file=out)
+        return EXIT_OK
+    except ApiError as error:
+        print(f"explorer: {error.message}", file=err)
+        return EXIT_FAILED
+    finally:
+        store.close()
 
 
 # --- run / trace in the terminal -----------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 from engine import relay, transform
 from engine.instrument import PassInstrument
 from engine.ir import IRModule
+from engine.ir.errors import PassError
 from engine.ir.expr import numbered_from
 from engine.ir.type import TensorType
 from engine.relay.backend.build_module import (
@@ -38,7 +39,7 @@ ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.rel
 """What the probe and run processes import up front (their fork server preloads these
 once; one that cannot be imported is skipped there)."""
 
-__all__ = ["ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext",
+__all__ = ["ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext", "check_types",
            "PassInstrument", "SourceMapTable", "compile_module", "load_model", "model_inputs",
            "kernels", "pass_context", "plan", "print_snapshot", "registered_passes", "run_passes", "span_coverage", "transform"]
 
@@ -70,10 +71,23 @@ def load_model(path: Path, shapes: dict[str, list[int]] | None) -> Imported:
     ParseError, UnsupportedOperatorError, ...). The engine numbers the module's nodes
     deterministically (`numbered_from`): the same file imported in two fresh worker
     processes (the upload's probe, the run's worker) has the same node ids."""
-    with numbered_from():
-        result = relay.frontend.load(str(path), shape=shapes)
+    with numbered_from():  # an upload brings no other file: external data is refused
+        result = relay.frontend.load(str(path), shape=shapes, external_data=False)
     return Imported(result.mod, dict(result.params or {}), model_format(str(result.format)),
                     graph_json(result.graph), list(result.warnings or []))
+
+
+def check_types(mod: IRModule) -> None:
+    """Type-check an imported module as every run will (InferType): a model the compiler
+    would reject raises the engine's error (TypeInferenceError, ...), not a PassError
+    around it. InferType records checked types on the nodes, which the printer then
+    shows: print a module's snapshot before checking it."""
+    try:
+        relay.transform.InferType()(mod)
+    except PassError as err:
+        if isinstance(err.cause, Exception):
+            raise err.cause from None
+        raise
 
 
 def model_inputs(mod: IRModule, params: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -11,14 +11,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from explorer.export_schema import check_export, invalid
+from explorer.export_schema import ARTIFACT_FIELDS, check_export, invalid
 from explorer.protocol import TERMINAL_EVENTS, bad_request
-from explorer.sessions import new_id
+from explorer.sessions import clean_name, new_id
 from explorer.store import Store
 
 EXPORT_FORMAT = "ir-explorer-run"
 EXPORT_VERSION = 1
 SNAPSHOT_KEYS = ("initial_snapshot", "before", "after", "final_snapshot")
+ARTIFACT_KEYS = tuple(key for key, *_ in ARTIFACT_FIELDS)
 
 
 def _snapshot_ids(events: list[dict[str, Any]], summary: Mapping[str, Any]) -> set[int]:
@@ -43,10 +44,14 @@ def export_run(store: Store, run_id: str) -> dict[str, Any]:
             "snapshots": snapshots, "artifacts": store.artifacts(run_id)}
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _parse(raw: bytes) -> dict[str, Any]:
     try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        doc = json.loads(raw, parse_constant=_refuse_constant)  # NaN, Infinity: refused
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise bad_request("bad_export", "the file is not a JSON run export") from None
     if not isinstance(doc, dict) or doc.get("format") != EXPORT_FORMAT:
         raise bad_request("bad_export", "the file is not an IR Explorer run export")
@@ -89,7 +94,8 @@ def import_run(store: Store, raw: bytes) -> tuple[dict[str, Any], dict[str, Any]
     sid, rid = new_id(), new_id()
     mapping = {int(old): store.add_snapshot(rid, snap["text"], snap["source_map"])
                for old, snap in doc["snapshots"].items()}
-    session = {**doc["session"], "id": sid, "created": time.time()}
+    session = {**doc["session"], "id": sid, "created": time.time(),
+               "name": clean_name(doc["session"]["name"])}
     summary = _renumber({**doc["run"], "id": rid, "session_id": sid}, mapping, "run")
     if summary.get("status") == "running":
         summary["status"] = "interrupted"
@@ -102,5 +108,6 @@ def import_run(store: Store, raw: bytes) -> tuple[dict[str, Any], dict[str, Any]
         store.append_event(rid, sid, "run_failed", {"pass": None, "code": "interrupted",
                                                     "message": "the exported run was unfinished"})
     for key, data in (doc.get("artifacts") or {}).items():
-        store.put_artifact(rid, str(key), data)
+        if key in ARTIFACT_KEYS:  # what no view reads is not kept
+            store.put_artifact(rid, key, data)
     return session, summary

@@ -7,11 +7,19 @@ and its expectation, so an import never fails later on a half-stored run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from explorer.protocol import ApiError
-from explorer.protocol.checks import event_problems
+from explorer.protocol import (
+    MAX_SAFE_INT,
+    ApiError,
+    Layer,
+    ScheduleRecord,
+    SourceMapEntry,
+    TensorInfo,
+)
+from explorer.protocol.checks import event_problems, problems
 
 Check = Callable[[Any], bool]
 Fields = tuple[tuple[str, Check, str, bool], ...]  # (key, check, expectation, required)
@@ -47,15 +55,20 @@ def _dict(v: Any) -> bool:
     return isinstance(v, dict)
 
 
+def _declared(declared: Any) -> Check:
+    """The check of a protocol declaration (explorer.protocol.checks)."""
+    return lambda v: not problems(declared, v)
+
+
 SESSION_FIELDS: Fields = (
     ("name", _str, "a string", True),
     ("format", _str, "a string", True),
     ("num_layers", _count, "a non-negative integer", False),
-    ("inputs", _list_of(_dict), "a list of objects", False),
-    ("outputs", _list_of(_dict), "a list of objects", False),
+    ("inputs", _declared(list[TensorInfo]), "a list of TensorInfo", False),
+    ("outputs", _declared(list[TensorInfo]), "a list of TensorInfo", False),
 )
 GRAPH_FIELDS: Fields = (
-    ("layers", _list_of(_dict), "a list of objects", False),
+    ("layers", _declared(list[Layer]), "a list of Layer objects", False),
     ("inputs", lambda v: isinstance(v, list), "a list", False),
     ("outputs", lambda v: isinstance(v, list), "a list", False),
 )
@@ -78,7 +91,10 @@ EVENT_FIELDS: Fields = (
 )
 SNAPSHOT_FIELDS: Fields = (
     ("text", _str, "a string", True),
-    ("source_map", _list_of(_dict), "a list of objects", True),
+    ("source_map", _declared(list[SourceMapEntry]), "a list of SourceMapEntry", True),
+)
+ARTIFACT_FIELDS: Fields = (
+    ("schedules", _declared(list[ScheduleRecord]), "a list of ScheduleRecord", False),
 )
 DOCUMENT_FIELDS: Fields = (
     ("session", _dict, "an object", True),
@@ -107,8 +123,25 @@ def check_fields(value: Any, fields: Fields, where: str) -> None:
             raise invalid(name, f"must be {expected}")
 
 
+def check_numbers(value: Any) -> None:
+    """Every number in a JSON value is finite and within +-MAX_SAFE_INT (iterative: an export
+    nested deeper than Python's recursion limit is still checked)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise invalid("numbers", f"must be finite, not {item!r}")
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_SAFE_INT:
+            raise invalid("numbers", f"must be at most {MAX_SAFE_INT} in size, not {item}")
+
+
 def check_export(doc: Mapping[str, Any]) -> None:
     """Raise a 400 naming the first missing or invalid field of a run export."""
+    check_numbers(doc)
     check_fields(doc, DOCUMENT_FIELDS, "")
     check_fields(doc["session"], SESSION_FIELDS, "session")
     check_fields(doc["graph"], GRAPH_FIELDS, "graph")
@@ -126,3 +159,4 @@ def check_export(doc: Mapping[str, Any]) -> None:
         if not (isinstance(key, str) and key.isdigit()):
             raise invalid(f"snapshots[{key!r}]", "must be keyed by a snapshot id")
         check_fields(snapshot, SNAPSHOT_FIELDS, f"snapshots[{key!r}]")
+    check_fields(doc.get("artifacts") or {}, ARTIFACT_FIELDS, "artifacts")

@@ -93,7 +93,8 @@ def _start(app: Flask, socketio: SocketIO) -> Explorer:
     models = data_dir / "models"
     inspector = isolated_inspector(store.path, str(models), config.plugins,
                                    app.config.get("IMPORT_TIMEOUT"))
-    sessions = SessionService(store, models, inspector=inspector)
+    sessions = SessionService(store, models, inspector=inspector,
+                              data_limit=lambda: app.config.get("MAX_DATA_BYTES"))
     runs = RunManager(store, hub, sessions, start_task=socketio.start_background_task,
                       config=config)
     runs.warm_up()

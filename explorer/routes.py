@@ -11,7 +11,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from explorer import exchange, queries
 from explorer.demo import demo_session
 from explorer.extensions import services
-from explorer.protocol import ApiError, bad_request
+from explorer.protocol import MAX_SAFE_INT, ApiError, bad_request
 
 bp = Blueprint("explorer", __name__)
 
@@ -51,8 +51,22 @@ def list_sessions() -> Response:
 @bp.get("/api/sessions/<sid>")
 def get_session(sid: str) -> Response:
     store = services().store
+    store.session(sid)
+    store.touch_session(sid)
     graph = {k: v for k, v in store.session_graph(sid).items() if k != "input_shapes"}
     return jsonify({"session": store.session(sid), "graph": graph, "runs": store.runs_of(sid)})
+
+
+@bp.delete("/api/sessions/<sid>")
+def delete_session(sid: str) -> Response:
+    services().sessions.delete(sid)
+    return jsonify({"ok": True})
+
+
+@bp.delete("/api/runs/<rid>")
+def delete_run(rid: str) -> Response:
+    services().sessions.delete_run(rid)
+    return jsonify({"ok": True})
 
 
 @bp.get("/api/passes")
@@ -163,9 +177,13 @@ def _int_arg(name: str, default: int | None = None) -> int:
     if raw is None and default is not None:
         return default
     try:
-        return int(raw)  # type: ignore[arg-type]
+        value = int(raw)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise bad_request("bad_argument", f"query argument {name!r} must be an integer") from None
+    if not 0 <= value <= MAX_SAFE_INT:
+        raise bad_request("bad_argument",
+                          f"query argument {name!r} must be between 0 and {MAX_SAFE_INT}")
+    return value
 
 
 # --- errors at the boundary -----------------------------------------------------------

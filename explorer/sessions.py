@@ -11,21 +11,33 @@ below), so the client gets a 4xx naming the problem, never a traceback.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import secrets
+import tempfile
 import threading
 import time
-from collections import OrderedDict
+import unicodedata
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Any
 
 from explorer import compiler
 from explorer.compiler import Imported
-from explorer.protocol import UPLOAD_EXTENSIONS, ApiError, Session, TensorInfo, bad_request
+from explorer.protocol import (
+    RUN_ACTIVE,
+    UPLOAD_EXTENSIONS,
+    ApiError,
+    Session,
+    TensorInfo,
+    bad_request,
+)
 from explorer.store import Store
 
 MAX_INPUT_ELEMENTS = 2**31
+MAX_NAME_LENGTH = 255
 # Imported in the background when the app starts, so the first upload does not pay for them.
 
 # Engine error class name -> (HTTP status, error code). The most specific class wins.
@@ -57,6 +69,18 @@ def session_snapshot_owner(sid: str) -> str:
 
 def new_id() -> str:
     return secrets.token_urlsafe(9)
+
+
+def clean_name(filename: str) -> str:
+    """The client's file name as shown: its last path part, without control or
+    bidirectional-override characters (Unicode categories Cc and Cf), at most
+    MAX_NAME_LENGTH characters (the extension kept)."""
+    name = PurePath(filename.replace("\\", "/")).name
+    name = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf")).strip()
+    if len(name) > MAX_NAME_LENGTH:
+        suffix = PurePath(name).suffix[:16]
+        name = name[:MAX_NAME_LENGTH - len(suffix)] + suffix
+    return name or "model"
 
 
 def format_for(filename: str) -> str:
@@ -107,12 +131,19 @@ def import_error(exc: Exception, filename: str, server_path: Path | None = None)
             status, code = found
             detail: dict[str, Any] = {"exception": type(exc).__name__}
             if hasattr(exc, "ops"):
-                detail["operators"] = dict(exc.ops)
+                detail["operators"] = {_text(k): int(v) for k, v in dict(exc.ops).items()}
             message = _scrub(str(exc), server_path, filename)
             return ApiError(status, code, f"{filename}: {message}", detail)
     return ApiError(422, "import_failed",
                     f"{filename}: the model could not be imported ({type(exc).__name__})",
                     {"exception": type(exc).__name__})
+
+
+def _text(value: Any) -> str:
+    """Any value as printable text (bytes that are not UTF-8 shown escaped)."""
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    return str(value)
 
 
 def _scrub(message: str, server_path: Path | None, filename: str) -> str:
@@ -144,45 +175,133 @@ class SessionService:
     """Creates sessions from uploads or local files (see module docstring)."""
 
     def __init__(self, store: Store, models_dir: Path, cache_size: int = 4,
-                 inspector: Inspector | None = None) -> None:
+                 inspector: Inspector | None = None,
+                 data_limit: Callable[[], int | None] | None = None) -> None:
         self.store = store
         self.models_dir = models_dir
         self.models_dir.mkdir(parents=True, exist_ok=True)
         self.inspector: Inspector = inspector or self.inspect
+        self.data_limit = data_limit or (lambda: None)
         self._cache: OrderedDict[str, Imported] = OrderedDict()
         self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._pending: Counter[str] = Counter()  # model files of uploads being inspected
 
     def create(self, filename: str, data: bytes,
                shapes: dict[str, list[int]] | None = None) -> Session:
         """A session for uploaded bytes; `filename` is the client's name, used for display
-        and the format hint only (the file is stored under a server-chosen name)."""
-        display = PurePath(filename.replace("\\", "/")).name or "model"
+        and the format hint only. The file is stored under the hash of its content, so
+        identical uploads share it; an upload that fails leaves nothing behind."""
+        display = clean_name(filename)
         format_for(display)
         if not data:
             raise bad_request("empty_file", f"{display}: the file is empty")
         sid = new_id()
-        path = self.models_dir / f"{sid}{PurePath(display).suffix.lower()}"
-        path.write_bytes(data)
+        path = self._keep_file(data, PurePath(display).suffix.lower())
+        failed = True
         try:
             session, graph, snapshot = self.inspector(sid, display, path, shapes)
-        except ApiError:
-            path.unlink(missing_ok=True)
-            raise
-        graph["input_shapes"] = shapes
-        self.store.add_session(session, graph, path.name)
-        self.store.set_session_snapshot(sid, snapshot)
+            graph["input_shapes"] = shapes
+            self.store.add_session(session, graph, path.name)
+            self.store.set_session_snapshot(sid, snapshot)
+            failed = False
+        finally:
+            self._release_file(path.name, failed)
+        self.evict(keep=sid)
         return session
+
+    # --- stored files, deletion, the data limit ------------------------------------------
+    def _keep_file(self, data: bytes, suffix: str) -> Path:
+        """The stored copy of `data` (written once per content), marked in use."""
+        path = self.models_dir / f"{hashlib.sha256(data).hexdigest()}{suffix}"
+        with self._lock:
+            self._pending[path.name] += 1
+            if not path.exists():
+                fd, tmp = tempfile.mkstemp(dir=self.models_dir, prefix=".upload-")
+                try:
+                    with os.fdopen(fd, "wb") as handle:
+                        handle.write(data)
+                    os.replace(tmp, path)
+                except BaseException:
+                    Path(tmp).unlink(missing_ok=True)
+                    self._pending[path.name] -= 1
+                    raise
+        return path
+
+    def _release_file(self, name: str, check: bool = True) -> None:
+        """One use of a stored file ended; remove the file when nothing uses it any more."""
+        with self._lock:
+            self._pending[name] -= 1
+            if self._pending[name] <= 0:
+                del self._pending[name]
+                if check and self.store.model_file_users(name) == 0:
+                    (self.models_dir / name).unlink(missing_ok=True)
+
+    def delete(self, sid: str) -> None:
+        """Delete a session, its runs and snapshots, and its model file unless another
+        session shares it. A session with a run in progress is not deleted (409)."""
+        if any(run["status"] == "running" for run in self.store.runs_of(sid)):
+            raise ApiError(409, RUN_ACTIVE,
+                           f"session {sid!r} has a run in progress; cancel it first")
+        with self._lock:
+            model_file = self.store.delete_session(sid, session_snapshot_owner(sid))
+            self._cache.pop(sid, None)
+            if model_file is not None:
+                self._pending[model_file] += 1
+                self._release_file(model_file)
+
+    def delete_run(self, rid: str) -> None:
+        if self.store.run(rid)["status"] == "running":
+            raise ApiError(409, RUN_ACTIVE, f"run {rid!r} is in progress; cancel it first")
+        self.store.delete_run(rid)
+
+    def delete_any(self, key: str) -> str:
+        """Delete the session or the run with this id; returns which it was."""
+        try:
+            self.store.session(key)
+        except ApiError:
+            self.delete_run(key)
+            return "run"
+        self.delete(key)
+        return "session"
+
+    def data_bytes(self) -> int:
+        """What the data limit counts: stored content and model files."""
+        files = sum(p.stat().st_size for p in self.models_dir.iterdir() if p.is_file())
+        return sum(self.store.data_bytes().values()) + files
+
+    def evict(self, keep: str) -> list[str]:
+        """Delete the least recently used sessions (never `keep`, never one with a run in
+        progress) until the data folder is under the limit; returns their ids."""
+        limit = self.data_limit()
+        evicted: list[str] = []
+        if limit is None:
+            return evicted
+        for sid in self.store.sessions_by_use():
+            if self.data_bytes() <= limit:
+                break
+            if sid == keep:
+                continue
+            try:
+                self.delete(sid)
+            except ApiError:
+                continue
+            evicted.append(sid)
+        return evicted
 
     def inspect(self, sid: str, display: str, path: Path, shapes: dict[str, list[int]] | None
                 ) -> tuple[Session, dict[str, Any], int]:
         """Import the stored file here: the session's description, its frontend graph and
         the id of the stored snapshot of the imported module."""
         imported = self._import(path, shapes, display)
-        text, table = compiler.print_snapshot(imported.mod)
+        text, table = compiler.print_snapshot(imported.mod)  # before the check sets types
+        session = describe(sid, display, imported)
+        try:
+            compiler.check_types(imported.mod)
+        except Exception as exc:  # mapped by class at the boundary; see IMPORT_ERRORS
+            raise import_error(exc, display, path) from exc
         snapshot = self.store.add_snapshot(session_snapshot_owner(sid), text, table)
-        self._remember(sid, imported)
-        return describe(sid, display, imported), dict(imported.graph), snapshot
+        return session, dict(imported.graph), snapshot
 
     def _import(self, path: Path, shapes: dict[str, list[int]] | None,
                 display: str) -> Imported:

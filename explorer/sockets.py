@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import request
+from flask import current_app, request
 from flask_socketio import Namespace, join_room, leave_room
 
 from explorer.extensions import run_room, services
-from explorer.protocol import NAMESPACE, RUN_EVENT, ApiError, RunEvent, RunOptions, bad_request
+from explorer.protocol import (
+    MAX_SAFE_INT,
+    NAMESPACE,
+    RUN_EVENT,
+    ApiError,
+    RunEvent,
+    RunOptions,
+    bad_request,
+    error_response,
+)
 
 Ack = dict[str, Any]
 
@@ -28,6 +37,11 @@ def _guard(handler: Any) -> Any:
             return answer
         except ApiError as err:
             return dict(err.body())
+        except Exception as exc:  # answered, never dropped: the client waits for its ack
+            current_app.logger.exception("unexpected error in %s", handler.__name__)
+            return dict(error_response(code="internal_error",
+                                       message="the server failed on this request",
+                                       detail={"exception": type(exc).__name__}))
     wrapped.__name__ = handler.__name__
     return wrapped
 
@@ -38,15 +52,18 @@ class ExplorerNamespace(Namespace):  # type: ignore[misc]  # flask_socketio is u
         if not isinstance(payload, dict) or not isinstance(payload.get("session_id"), str):
             raise bad_request("bad_payload", "the payload needs a string 'session_id'")
         options = RunOptions.from_json(payload.get("options"))
-        run_id = services().runs.start(payload["session_id"], options)
+        svc = services()
+        run_id = svc.runs.start(payload["session_id"], options)
+        svc.store.touch_session(payload["session_id"])
         return {"run_id": run_id}
 
     @_guard
     def on_subscribe(self, payload: Any) -> Ack:
         run_id = _run_id(payload)
         since = payload.get("since", 0)
-        if not isinstance(since, int) or isinstance(since, bool) or since < 0:
-            raise bad_request("bad_payload", "'since' must be a non-negative integer")
+        if not isinstance(since, int) or isinstance(since, bool) or not 0 <= since <= MAX_SAFE_INT:
+            raise bad_request("bad_payload",
+                              f"'since' must be an integer between 0 and {MAX_SAFE_INT}")
         svc = services()
         svc.store.run(run_id)
         sid = request.sid  # type: ignore[attr-defined]

@@ -84,7 +84,18 @@ CREATE TABLE IF NOT EXISTS session_snapshots (
     session_id TEXT PRIMARY KEY, snapshot_id INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS artifacts (
     run_id TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, key));
+CREATE TABLE IF NOT EXISTS artifact_refs (
+    run_id TEXT NOT NULL, key TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (run_id, key));
+CREATE INDEX IF NOT EXISTS snapshots_by_run ON snapshots(run_id);
 """
+_BLOBS_IN_USE = ("SELECT text_hash FROM snapshots UNION SELECT map_hash FROM snapshots "
+                 "UNION SELECT hash FROM artifact_refs")
+
+
+def strict_json(value: Any) -> str:
+    """JSON text for storage; NaN and infinities are refused (ValueError), since what is
+    stored is served again and must stay valid JSON for every client."""
+    return json.dumps(value, allow_nan=False)
 
 
 class Store:
@@ -97,6 +108,9 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(sessions)")}
+        if "used" not in columns:  # databases of older versions
+            self._db.execute("ALTER TABLE sessions ADD COLUMN used REAL")
 
     def close(self) -> None:
         with self._lock:
@@ -124,9 +138,10 @@ class Store:
     # --- sessions ---------------------------------------------------------------
     def add_session(self, session: Session, graph: dict[str, Any], model_file: str | None) -> None:
         with self._tx() as db:
-            db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?)",
-                       (session["id"], session["created"], model_file, json.dumps(session),
-                        json.dumps(graph)))
+            db.execute("INSERT INTO sessions (id, created, model_file, session, graph, used) "
+                       "VALUES (?, ?, ?, ?, ?, ?)",
+                       (session["id"], session["created"], model_file,
+                        strict_json(session), strict_json(graph), time.time()))
 
     def session(self, sid: str) -> Session:
         row = self._one("SELECT session FROM sessions WHERE id = ?", (sid,))
@@ -156,6 +171,61 @@ class Store:
         row = self._one("SELECT snapshot_id FROM session_snapshots WHERE session_id = ?", (sid,))
         return None if row is None else int(row[0])
 
+    def touch_session(self, sid: str) -> None:
+        """Mark the session as just used (least recently used sessions are evicted first)."""
+        with self._tx() as db:
+            db.execute("UPDATE sessions SET used = ? WHERE id = ?", (time.time(), sid))
+
+    def sessions_by_use(self) -> list[str]:
+        """Session ids, least recently used first."""
+        rows = self._all("SELECT id FROM sessions ORDER BY COALESCE(used, created), rowid")
+        return [str(r[0]) for r in rows]
+
+    def model_file_users(self, model_file: str) -> int:
+        row = self._one("SELECT COUNT(*) FROM sessions WHERE model_file = ?", (model_file,))
+        return int(row[0])
+
+    def delete_session(self, sid: str, snapshot_owner: str) -> str | None:
+        """Delete a session, its runs and what only they use; returns its model file name
+        (the caller removes the file when no other session uses it)."""
+        model_file = self.session_model_file(sid)
+        with self._tx() as db:
+            for (rid,) in db.execute("SELECT id FROM runs WHERE session_id = ?",
+                                     (sid,)).fetchall():
+                self._delete_run_rows(db, rid)
+            db.execute("DELETE FROM snapshots WHERE run_id = ?", (snapshot_owner,))
+            db.execute("DELETE FROM session_snapshots WHERE session_id = ?", (sid,))
+            db.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+            self._collect_blobs(db)
+        return model_file
+
+    def delete_run(self, rid: str) -> None:
+        self.run(rid)
+        with self._tx() as db:
+            self._delete_run_rows(db, rid)
+            self._collect_blobs(db)
+
+    @staticmethod
+    def _delete_run_rows(db: sqlite3.Connection, rid: str) -> None:
+        for table in ("events", "artifacts", "artifact_refs", "snapshots"):
+            db.execute(f"DELETE FROM {table} WHERE run_id = ?", (rid,))
+        db.execute("DELETE FROM runs WHERE id = ?", (rid,))
+
+    @staticmethod
+    def _collect_blobs(db: sqlite3.Connection) -> None:
+        db.execute(f"DELETE FROM blobs WHERE hash NOT IN ({_BLOBS_IN_USE})")
+
+    def data_bytes(self) -> dict[str, int]:
+        """Bytes of stored content by kind (what the data limit counts besides model files)."""
+        sizes = {}
+        for name, sql in (("blobs", "SELECT SUM(LENGTH(data)) FROM blobs"),
+                          ("events", "SELECT SUM(LENGTH(data)) FROM events"),
+                          ("artifacts", "SELECT SUM(LENGTH(data)) FROM artifacts"),
+                          ("sessions", "SELECT SUM(LENGTH(session) + LENGTH(graph)) "
+                                       "FROM sessions")):
+            sizes[name] = int(self._one(sql, ())[0] or 0)
+        return sizes
+
     def sessions(self) -> list[Session]:
         rows = self._all("SELECT session FROM sessions ORDER BY created DESC, rowid DESC")
         return [json.loads(r[0]) for r in rows]
@@ -165,12 +235,12 @@ class Store:
         with self._tx() as db:
             db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?)",
                        (summary["id"], summary["session_id"], time.time(), summary["status"],
-                        json.dumps(summary)))
+                        strict_json(summary)))
 
     def update_run(self, summary: RunSummary) -> None:
         with self._tx() as db:
             db.execute("UPDATE runs SET status = ?, summary = ? WHERE id = ?",
-                       (summary["status"], json.dumps(summary), summary["id"]))
+                       (summary["status"], strict_json(summary), summary["id"]))
 
     def run(self, rid: str) -> RunSummary:
         row = self._one("SELECT summary FROM runs WHERE id = ?", (rid,))
@@ -195,7 +265,7 @@ class Store:
                              (run_id,)).fetchone()
             index = int(row[0])
             db.execute("INSERT INTO events VALUES (?, ?, ?, ?)",
-                       (run_id, index, etype, json.dumps(data)))
+                       (run_id, index, etype, strict_json(data)))
         return RunEvent(run_id=run_id, session_id=session_id, index=index, type=etype,
                         data=dict(data))
 
@@ -296,17 +366,31 @@ class Store:
 
     # --- artifacts (timing tree, schedules, numerics inputs...) -------------------
     def put_artifact(self, run_id: str, key: str, data: Any) -> None:
+        """Store a run's artifact as a content-addressed blob (compressed; two runs with
+        the same schedules share it)."""
+        raw = strict_json(data).encode()
         with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO artifacts VALUES (?, ?, ?)",
-                       (run_id, key, json.dumps(data)))
+            digest = self._put_blob(db, raw)
+            db.execute("INSERT OR REPLACE INTO artifact_refs VALUES (?, ?, ?)",
+                       (run_id, key, digest))
+            db.execute("DELETE FROM artifacts WHERE run_id = ? AND key = ?", (run_id, key))
 
     def artifact(self, run_id: str, key: str, default: Any = None) -> Any:
+        row = self._one("SELECT hash FROM artifact_refs WHERE run_id = ? AND key = ?",
+                        (run_id, key))
+        if row is not None:
+            return json.loads(self._blob(str(row[0])))
         row = self._one("SELECT data FROM artifacts WHERE run_id = ? AND key = ?", (run_id, key))
         return default if row is None else json.loads(row[0])
 
     def artifacts(self, run_id: str) -> dict[str, Any]:
+        """Every artifact of a run (those stored inline by older versions included)."""
         rows = self._all("SELECT key, data FROM artifacts WHERE run_id = ?", (run_id,))
-        return {k: json.loads(d) for k, d in rows}
+        found = {k: json.loads(d) for k, d in rows}
+        for key, digest in self._all("SELECT key, hash FROM artifact_refs WHERE run_id = ?",
+                                     (run_id,)):
+            found[key] = json.loads(self._blob(str(digest)))
+        return found
 
     # --- sizes (benchmarks) -----------------------------------------------------
     def run_bytes(self, run_id: str) -> int:
@@ -319,8 +403,9 @@ class Store:
             blobs = self._db.execute(
                 "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM blobs WHERE hash IN "
                 "(SELECT text_hash FROM snapshots WHERE run_id = ? "
-                " UNION SELECT map_hash FROM snapshots WHERE run_id = ?)",
-                (run_id, run_id)).fetchone()[0]
+                " UNION SELECT map_hash FROM snapshots WHERE run_id = ?"
+                " UNION SELECT hash FROM artifact_refs WHERE run_id = ?)",
+                (run_id, run_id, run_id)).fetchone()[0]
         return int(events) + int(arts) + int(blobs)
 
     def mark_interrupted_run(self, run_id: str) -> None:

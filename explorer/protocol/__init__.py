@@ -14,6 +14,10 @@ typedefs are generated from here into `static/src/protocol.gen.js`
 """
 
 from explorer.protocol.errors import (
+    CROSS_ORIGIN,
+    FOREIGN_HOST,
+    RUN_ACTIVE,
+    TOKEN_REQUIRED,
     ApiError,
     ErrorBody,
     ErrorResponse,
@@ -67,6 +71,7 @@ from explorer.protocol.http import (
     LayerNode,
     OkAck,
     PassList,
+    RunArtifacts,
     RunDetail,
     RunExport,
     RunImported,
@@ -74,6 +79,7 @@ from explorer.protocol.http import (
     ScheduleDetail,
     ScheduleList,
     ScheduleNode,
+    ScheduleRecord,
     ScheduleStep,
     SessionCreated,
     SessionDetail,
@@ -98,6 +104,7 @@ from explorer.protocol.names import (
     BUILD_STARTED,
     CANCEL_RUN,
     CLIENT_EVENTS,
+    MAX_SAFE_INT,
     MODEL_FORMATS,
     NAMESPACE,
     PASS_FAILED,
@@ -137,6 +144,7 @@ from explorer.protocol.shapes import (
 )
 
 __all__ = [
+    "CROSS_ORIGIN", "FOREIGN_HOST", "MAX_SAFE_INT", "RUN_ACTIVE", "TOKEN_REQUIRED",
     # names
     "BACKTRACE_ACTIONS", "BUILD_FINISHED", "BUILD_STARTED", "CANCEL_RUN", "CLIENT_EVENTS",
     "MODEL_FORMATS", "model_format",
@@ -159,8 +167,8 @@ __all__ = [
     # http and socket acks
     "Ack", "Backtrace", "BacktraceStep", "Diff", "DiffHunk", "DiffNodes", "EventsPage",
     "ExportedEvent", "ExportedGraph", "ExportedSnapshot", "LayerLookup", "LayerNode", "OkAck", "PassList",
-    "RunDetail", "RunExport", "RunImported", "RunRequest", "ScheduleDetail", "ScheduleList",
-    "ScheduleNode", "ScheduleStep", "SessionCreated", "SessionDetail", "SessionList",
+    "RunArtifacts", "RunDetail", "RunExport", "RunImported", "RunRequest", "ScheduleDetail", "ScheduleList",
+    "ScheduleNode", "ScheduleRecord", "ScheduleStep", "SessionCreated", "SessionDetail", "SessionList",
     "Snapshot", "SnapshotDetail", "SnapshotSourceMap", "SnapshotSourceMapDetail",
     "SnapshotText", "SnapshotTextDetail", "StartRunAck", "StartRunRequest", "SubscribeAck",
     "SubscribeRequest", "TeddDiagrams", "Timing", "TimingNode",

@@ -259,6 +259,18 @@ class ExportedSnapshot(TypedDict):
     source_map: list[SourceMapEntry]
 
 
+class ScheduleRecord(ScheduleNode):
+    """One kernel as a run stores it (the `schedules` artifact): the node and its steps."""
+
+    steps: list[ScheduleStep]
+
+
+class RunArtifacts(TypedDict, total=False):
+    """The artifacts of a run export (`schedules`: every kernel of a built run)."""
+
+    schedules: list[ScheduleRecord]
+
+
 class RunExport(TypedDict):
     """GET /api/runs/<rid>/export; POST /api/runs/import takes the same document."""
 
@@ -270,4 +282,4 @@ class RunExport(TypedDict):
     run: RunSummary
     events: list[ExportedEvent]
     snapshots: dict[str, ExportedSnapshot]
-    artifacts: dict[str, Any]
+    artifacts: RunArtifacts

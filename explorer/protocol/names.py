@@ -4,6 +4,10 @@ from typing import Literal, get_args
 
 NAMESPACE = "/explorer"
 
+MAX_SAFE_INT = 2**53 - 1
+"""The largest integer the protocol carries (JavaScript's Number.MAX_SAFE_INTEGER): a
+`since`, an index or a count beyond it is refused, never passed to SQLite."""
+
 # Server -> client: the one Socket.IO event, its payload a RunEvent.
 RUN_EVENT = "run_event"
 

@@ -125,6 +125,11 @@ def _probe_main(job: ProbeJob, conn: Any) -> None:
         reply: tuple[str, Any] = ("ok", (session, graph, snapshot))
     except ApiError as err:
         reply = ("error", (err.status, err.code, err.message, err.detail))
+    except RecursionError:
+        reply = ("error", (422, "nested_too_deep",
+                           f"{job.display}: the model is nested too deeply to import "
+                           "(expressions, types or subgraphs inside each other)",
+                           {"exception": "RecursionError"}))
     except Exception as exc:  # not one of the importers' typed errors: still named
         reply = ("error", (422, "import_failed",
                            f"{job.display}: the model could not be imported "

@@ -40,6 +40,7 @@ export const postJSON = (url, body) => request(url, {
   body: JSON.stringify(body ?? {}),
 });
 export const postForm = (url, form) => request(url, { method: "POST", body: form });
+export const deleteJSON = (url) => request(url, { method: "DELETE" });
 
 /** Snapshots are immutable: each part is fetched once (and kept while the budget allows). */
 const TEXT_BUDGET_CHARS = 48e6;
@@ -60,6 +61,8 @@ async function snapshotPart(id, part) {
 export const api = {
   sessions: () => getJSON(ROUTES.sessions()),
   session: (sid) => getJSON(ROUTES.session(sid)),
+  deleteSession: (sid) => deleteJSON(ROUTES.session(sid)),
+  deleteRun: (rid) => deleteJSON(ROUTES.run(rid)),
   demo: () => postJSON(ROUTES.demo()),
   upload: (file, inputShapes) => {
     const form = new FormData();

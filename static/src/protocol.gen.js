@@ -560,6 +560,24 @@ export const TEDD_VIEW_KEYS = Object.freeze(["schedule_tree", "itervar", "datafl
  */
 
 /**
+ * One kernel as a run stores it (the `schedules` artifact): the node and its steps.
+ * @typedef {Object} ScheduleRecord
+ * @property {number} index
+ * @property {string} name
+ * @property {string} func_name
+ * @property {Array<string>} spans
+ * @property {Array<string>} ops
+ * @property {number} num_steps
+ * @property {Array<ScheduleStep>} steps
+ */
+
+/**
+ * The artifacts of a run export (`schedules`: every kernel of a built run).
+ * @typedef {Object} RunArtifacts
+ * @property {Array<ScheduleRecord>} [schedules]
+ */
+
+/**
  * GET /api/runs/<rid>/export; POST /api/runs/import takes the same document.
  * @typedef {Object} RunExport
  * @property {string} format
@@ -570,5 +588,5 @@ export const TEDD_VIEW_KEYS = Object.freeze(["schedule_tree", "itervar", "datafl
  * @property {RunSummary} run
  * @property {Array<ExportedEvent>} events
  * @property {Object<string, ExportedSnapshot>} snapshots
- * @property {Object<string, *>} artifacts
+ * @property {RunArtifacts} artifacts
  */

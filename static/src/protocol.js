@@ -15,9 +15,9 @@ export const ROUTES = Object.freeze({
   sessions: () => "/api/sessions",
   /** SessionCreated */
   demo: () => "/api/sessions/demo",
-  /** SessionDetail */
+  /** SessionDetail (GET), OkAck (DELETE: the session and its runs) */
   session: (sid) => `/api/sessions/${enc(sid)}`,
-  /** RunDetail */
+  /** RunDetail (GET), OkAck (DELETE) */
   run: (rid) => `/api/runs/${enc(rid)}`,
   /** EventsPage */
   events: (rid, since) => `/api/runs/${enc(rid)}/events?since=${since}`,

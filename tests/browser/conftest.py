@@ -145,7 +145,10 @@ class PageWatch:
 
 @pytest.fixture()
 def page(browser: Any, server: str, pipeline_gate: PipelineGate) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1600, "height": 1000}, base_url=server)
+    # Playwright evaluates string predicates (wait_for_function) with eval in the page, which
+    # the app's CSP forbids; test_browser_security.py drives the page with the CSP enforced.
+    context = browser.new_context(viewport={"width": 1600, "height": 1000}, base_url=server,
+                                  bypass_csp=True)
     pg = context.new_page()
     pg.set_default_timeout(20_000)
     pg.watch = PageWatch(pg)

@@ -117,10 +117,11 @@ def _check_serving(proc: subprocess.Popen, port: int, tmp_path: Path) -> None:
 
 
 def test_serve_on_all_interfaces_warns(tmp_path, monkeypatch, capsys):
-    from flask_socketio import SocketIO
+    from explorer import serving
 
     calls = []
-    monkeypatch.setattr(SocketIO, "run", lambda self, app, **kw: calls.append(kw))
+    monkeypatch.setattr(serving, "listen",
+                        lambda app, host, port: calls.append({"host": host, "port": port}))
     assert main(["serve", "--host", "0.0.0.0", "--data", str(tmp_path)]) == 0
     assert calls[0]["host"] == "0.0.0.0"
     assert "WARNING" in capsys.readouterr().err

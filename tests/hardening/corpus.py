@@ -268,10 +268,130 @@ def random_blobs(count: int, rng: random.Random) -> list[BadUpload]:
     return out
 
 
+# --- strictly invalid models the engine would reject (issue 20) --------------------------
+TYPE_WORDS = ("dtype", "type", "broadcast", "reduction", "shape", "expected")
+DEEP_WORDS = ("nested too deeply", "deep")
+
+
+def _typed_vi(name: str, dtype: int, shape: list[int]) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def negative_dims(count: int, rng: random.Random) -> list[BadUpload]:
+    out = []
+    for k in range(count):
+        shape = [rng.randint(1, 8) for _ in range(rng.randint(1, 4))]
+        shape[rng.randrange(len(shape))] = -rng.randint(1, 1000)
+        data = _graph_bytes([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                            [_vi("x", shape)], [_vi("y", shape)])
+        out.append(BadUpload(f"negdim{k}", f"negdim{k}.onnx", data, ("negative",)))
+    return out
+
+
+def mixed_dtypes(count: int, rng: random.Random) -> list[BadUpload]:
+    ops = ("Add", "Sub", "Mul", "Div")
+    others = (TensorProto.INT64, TensorProto.INT32, TensorProto.DOUBLE, TensorProto.FLOAT16)
+    out = []
+    for k in range(count):
+        shape = [1, rng.randint(1, 16)]
+        node = helper.make_node(ops[k % 4], ["x", "i"], ["y"], name=f"op{k}")
+        data = _graph_bytes([node], [_vi("x", shape),
+                                     _typed_vi("i", others[(k // 4) % 4], shape)],
+                            [_vi("y", shape)])
+        out.append(BadUpload(f"dtypes{k}", f"dtypes{k}.onnx", data, TYPE_WORDS))
+    return out
+
+
+def gemm_mismatches(count: int, rng: random.Random) -> list[BadUpload]:
+    out = []
+    for k in range(count):
+        n, wrong = rng.randint(2, 32), rng.randint(2, 32)
+        wrong += wrong == n
+        w = numpy_helper.from_array(np.ones((rng.randint(1, 8), wrong), "float32"), "w")
+        node = helper.make_node("Gemm", ["x", "w"], ["y"], name="fc", transB=1)
+        data = _graph_bytes([node], [_vi("x", [1, n])], [_vi("y", [1, 1])], [w])
+        out.append(BadUpload(f"gemm{k}", f"gemm{k}.onnx", data, TYPE_WORDS))
+    return out
+
+
+def relay_type_errors(count: int, rng: random.Random) -> list[BadUpload]:
+    out = []
+    for k in range(count):
+        a = [rng.randint(2, 9) for _ in range(2)]
+        b = [a[0] + rng.randint(1, 5), a[1] + rng.randint(1, 5)]
+        dtype = ("float32", "int64", "int32", "float16")[k % 4]
+        if k % 2:
+            b, other = a, ("int64" if dtype != "int64" else "float32")
+        else:
+            other = dtype
+        text = (f"def @main(%x: Tensor[({a[0]}, {a[1]}), {dtype}], "
+                f"%y: Tensor[({b[0]}, {b[1]}), {other}]) {{ add(%x, %y) }}")
+        out.append(BadUpload(f"relaytype{k}", f"relaytype{k}.relay", text.encode(), TYPE_WORDS))
+    return out
+
+
+def relay_duplicates(count: int) -> list[BadUpload]:
+    out = []
+    for k in range(count):
+        params = ", ".join([f"%p{j}: Tensor[(1, 4), float32]" for j in range(k + 1)]
+                           + ["%p0: Tensor[(1, 4), float32]"])
+        text = f"def @main({params}) {{ add(%p0, %p0) }}"
+        out.append(BadUpload(f"relaydup{k}", f"relaydup{k}.relay", text.encode(),
+                             ("duplicate",)))
+    return out
+
+
+def relay_without_main() -> list[BadUpload]:
+    texts = ("// only a comment\n", "/* nothing here */", '#[version = "0.0.5"]\n', " \n\t\n",
+             '#[version = "0.0.5"]\n// def @main\n')
+    return [BadUpload(f"relaynomain{k}", f"nomain{k}.relay", t.encode(),
+                      ("main", "empty") + CORRUPT) for k, t in enumerate(texts)]
+
+
+def deep_relay(depths: tuple[int, ...]) -> list[BadUpload]:
+    head = "def @main(%x: Tensor[(1), float32]) { "
+    shapes = {
+        "parens": lambda d: head + "(" * d + "%x" + ")" * d + " }",
+        "calls": lambda d: head + "nn.relu(" * d + "%x" + ")" * d + " }",
+        "tuples": lambda d: head + "(%x, " * d + "%x" + ")" * d + " }",
+        "braces": lambda d: head + "{ " * d + "%x" + " }" * d + " }",
+        "types": lambda d: "def @main(%x: " + "(" * d + "Tensor[(1), float32]" + ",)" * d
+                           + ") { %x }",
+    }
+    return [BadUpload(f"deep-{kind}{d}", f"deep_{kind}{d}.relay", make(d).encode(),
+                      DEEP_WORDS + ("parse", "expected"))
+            for kind, make in shapes.items() for d in depths]
+
+
+def invalid_utf8_names(count: int, rng: random.Random) -> list[BadUpload]:
+    out = []
+    for k in range(count):
+        node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+        data = _graph_bytes([node], [_vi("x", [1, 4])], [_vi("y", [1, 4])])
+        junk = bytes([0x80 | rng.randrange(0x40) for _ in range(4)])
+        out.append(BadUpload(f"utf8name{k}", f"utf8name{k}.onnx",
+                             data.replace(b"Relu", junk), ("unsupported", "operator")))
+    return out
+
+
+def sibling_external_data() -> list[BadUpload]:
+    names = ("model.onnx", "explorer.sqlite3", "../explorer.sqlite3", "weights.bin",
+             "0" * 64 + ".onnx", "./x.onnx")
+    return [BadUpload(f"external-sibling{k}", f"sibling{k}.onnx", external_data_model(n),
+                      ("external",)) for k, n in enumerate(names)]
+
+
+def strict_models(rng: random.Random) -> list[BadUpload]:
+    return (negative_dims(16, rng) + mixed_dtypes(16, rng) + gemm_mismatches(12, rng)
+            + relay_type_errors(20, rng) + relay_duplicates(6) + relay_without_main()
+            + deep_relay((20_000, 100_000)) + invalid_utf8_names(10, rng)
+            + sibling_external_data())
+
+
 def bad_uploads(marker_dir: Path) -> list[BadUpload]:
     """The whole corpus (deterministic for a given marker_dir)."""
     rng = random.Random(SEED)
-    cases = handcrafted(marker_dir) + random_blobs(30, rng)
+    cases = handcrafted(marker_dir) + random_blobs(30, rng) + strict_models(rng)
     for tag, data in valid_onnx().items():
         cases += truncations(tag, data, ".onnx", 30, rng, low=0.05)
         cases += bit_flips(tag, data, ".onnx", 15, rng, header=24)

@@ -103,10 +103,11 @@ def test_run_import_answers_4xx_and_never_reads_named_paths(client: Any, secret:
 def test_serve_binds_loopback_by_default_and_warns_on_all_interfaces(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     assert _parser().parse_args(["serve"]).host == "127.0.0.1"
-    from flask_socketio import SocketIO
+    from explorer import serving
 
     calls: list[dict[str, Any]] = []
-    monkeypatch.setattr(SocketIO, "run", lambda self, app, **kw: calls.append(kw))
+    monkeypatch.setattr(serving, "listen",
+                        lambda app, host, port: calls.append({"host": host, "port": port}))
     assert main(["serve", "--host", "0.0.0.0", "--data", str(tmp_path / "d")]) == 0
     assert calls[-1]["host"] == "0.0.0.0" and "WARNING" in capsys.readouterr().err
     assert main(["serve", "--data", str(tmp_path / "d")]) == 0

@@ -15,7 +15,7 @@ from corpus import BadUpload, bad_uploads, mlp_model, tflite_files
 
 from explorer.runs.children import wait_ready
 
-MIN_CORPUS = 200
+MIN_CORPUS = 300
 
 
 def post(client: Any, name: str, data: bytes) -> Any:
@@ -67,7 +67,8 @@ def test_corpus_is_large_seeded_and_covers_every_kind(tmp_path: Path) -> None:
     assert sum(c.must_reject for c in first) >= MIN_CORPUS
     kinds = {c.case.split("-")[0].rstrip("0123456789") for c in first}
     for kind in ("empty", "cycle", "undefined", "huge", "unknown", "external", "pickle",
-                 "protobuf", "random", "mlp", "conv"):
+                 "protobuf", "random", "mlp", "conv", "negdim", "dtypes", "gemm", "relaytype",
+                 "relaydup", "relaynomain", "deep", "utf8name"):
         assert kind in kinds, kind
     assert any(c.case.startswith(tuple(tflite_files())) for c in first) or not tflite_files()
     assert len({c.case for c in first}) == len(first)

@@ -69,14 +69,22 @@ def _read(source: Source) -> tuple[bytes, Path | None]:
         raise CorruptModelError(f"cannot read {path.name}: {err.strerror}") from None
 
 
-def load(path_or_bytes: Source, shape: ShapeDict = None, dtype: Any = None) -> ImportResult:
-    """Import a model file of any supported format (detected from its content)."""
+def load(path_or_bytes: Source, shape: ShapeDict = None, dtype: Any = None,
+         external_data: bool = True) -> ImportResult:
+    """Import a model file of any supported format (detected from its content).
+
+    With `external_data=False` the file is a world of its own: an ONNX tensor whose data
+    lives in another file is refused (UnsafeModelError) instead of being read from the
+    file's folder (for uploads, whose folder holds other people's files)."""
     data, path = _read(path_or_bytes)
     fmt = detect_format(data, path.name if path is not None else None)
+    if fmt == "onnx":
+        return _load_onnx(data, path if external_data else None, shape, dtype)
     return _LOADERS[fmt](data, path, shape, dtype)
 
 
 def _load_onnx(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) -> ImportResult:
+    """From the path (external data read from its folder), else from the bytes alone."""
     from engine.relay.frontend.onnx import import_onnx
 
     return import_onnx(path if path is not None else data, shape=shape,
@@ -98,7 +106,9 @@ def _load_pytorch(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) 
 def _load_relay(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) -> ImportResult:
     mod = parse(relay_text(data), source_name=path.name if path is not None else "<string>")
     main = _main(mod)
-    params = main.params if main is not None else ()
+    if main is None:
+        raise CorruptModelError("the Relay text defines no function @main")
+    params = main.params
     inputs = [res.tensor_entry(p.name_hint, _dims(p.type_annotation), _dtype(p.type_annotation))
               for p in params]
     return ImportResult(mod, {}, "relay", res.frontend_graph([], inputs, []), ())

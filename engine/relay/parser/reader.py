@@ -116,6 +116,8 @@ class _Parser(lx.TokenStream):
             if params or attrs:
                 self.expect(",")
             if self.peek()[0] == lx.LOCAL:
+                if self.peek()[1] in self.scopes[-1]:
+                    raise self.error(f"duplicate parameter {self.peek()[1]}")
                 params.append(self.var_def())
             else:
                 key, value = self.attr()

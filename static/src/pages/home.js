@@ -111,14 +111,26 @@ async function loadRecent(el) {
     const { sessions } = await api.sessions();
     if (!sessions.length) return replace(el, h("p.hint", {}, "No sessions yet. Upload a model or open the demo."));
     replace(el, h("table.grid", {},
-      h("thead", {}, h("tr", {}, ["Model", "Format", "Layers", "Inputs", "Created"].map((t) => h("th", {}, t)))),
-      h("tbody", {}, sessions.map((s) => h("tr", {},
+      h("thead", {}, h("tr", {}, ["Model", "Format", "Layers", "Inputs", "Created", ""].map((t) => h("th", {}, t)))),
+      h("tbody", {}, sessions.map((s) => h("tr", { "data-session-id": s.id },
         h("td", {}, h("a", { href: PAGES.session(s.id) }, s.name)),
         h("td", {}, s.format), h("td.num", {}, String(s.num_layers ?? "")),
         h("td", {}, (s.inputs ?? []).map((i) => i.name).join(", ")),
-        h("td", {}, formatDate(s.created)))))));
+        h("td", {}, formatDate(s.created)),
+        h("td", {}, h("button.btn.small", { type: "button", title: `Delete ${s.name} and its runs`,
+          "data-testid": "delete-session", on: { click: () => deleteSession(el, s) } }, "Delete")))))));
   } catch (err) {
     replace(el, errorBox("Recent sessions unavailable:", err.message));
+  }
+}
+
+async function deleteSession(el, session) {
+  if (!window.confirm(`Delete ${session.name} and all its runs?`)) return;
+  try {
+    await api.deleteSession(session.id);
+    loadRecent(el);
+  } catch (err) {
+    replace(el, errorBox(`Could not delete ${session.name}:`, err.message));
   }
 }
 

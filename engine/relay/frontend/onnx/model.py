@@ -113,12 +113,23 @@ def tensor_to_array(tensor: TensorProto, what: str) -> np.ndarray:
 
 
 def check_declared_sizes(graph: onnx.GraphProto) -> None:
+    """Declared sizes within the element limit, and no negative dimension (ONNX writes an
+    unknown one as a symbol or leaves it unset, never as a negative number)."""
     for tensor in graph.initializer:
+        _check_dims(list(tensor.dims), f"initializer {tensor.name!r}")
         check_elements(tensor.dims, f"initializer {tensor.name!r}")
     for info in [*graph.input, *graph.output, *graph.value_info]:
         dims = [d.dim_value if d.HasField("dim_value") else -1
                 for d in info.type.tensor_type.shape.dim]
+        _check_dims([d.dim_value for d in info.type.tensor_type.shape.dim
+                     if d.HasField("dim_value")], f"tensor {info.name!r}")
         check_elements(dims, f"tensor {info.name!r}")
+
+
+def _check_dims(dims: list[int], what: str) -> None:
+    negative = [d for d in dims if d < 0]
+    if negative:
+        raise InvalidGraphError(f"{what} declares a negative dimension ({negative[0]})")
 
 
 def topological_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
