@@ -27,6 +27,7 @@ from engine.relay.frontend.common import (
 )
 from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     activation,
+    attention,
     elemwise,
     indexing,
     nn,
