@@ -30,6 +30,7 @@ from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     attention,
     elemwise,
     indexing,
+    loss,
     nn,
     reduce,
     tensor,
