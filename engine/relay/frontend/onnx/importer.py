@@ -32,6 +32,7 @@ from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     indexing,
     loss,
     nn,
+    quantize,
     reduce,
     tensor,
 )
