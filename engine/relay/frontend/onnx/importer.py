@@ -35,6 +35,7 @@ from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     nn,
     quantize,
     reduce,
+    scatter,
     tensor,
 )
 from engine.relay.frontend.onnx.fold import fold_node
