@@ -68,7 +68,7 @@ def _scatter_elements_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     data, indices, updates = xs
     axis = normalize_axis(int(attrs.axis), data.ndim)
     idx = np.where(indices < 0, indices + data.shape[axis], indices).astype(np.int64)
-    where = list(np.indices(indices.shape, sparse=True))
+    where: list[np.ndarray] = list(np.indices(indices.shape, sparse=True))
     where[axis] = idx
     return _scatter(data.copy(), tuple(where), updates, str(attrs.reduction))
 
@@ -136,11 +136,12 @@ def _einsum_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         raise TypeRelationError("must be a tuple of tensors", arg=0, expected="(Tensor, ...)",
                                 actual=type_str(tup))
     fields = [f for f in tup.fields if isinstance(f, TensorType)]
-    if any(not isinstance(d, int) for f in fields for d in f.shape):
+    shapes = [tuple(d for d in f.shape if isinstance(d, int)) for f in fields]
+    if any(len(s) != f.ndim for s, f in zip(shapes, fields)):
         raise TypeRelationError("needs static shapes", arg=0, expected="static dims",
                                 actual=type_str(tup))
     try:
-        dummies = [np.broadcast_to(np.float32(0), f.shape) for f in fields]
+        dummies = [np.broadcast_to(np.float32(0), s) for s in shapes]
         out = np.einsum(str(attrs.equation), *dummies)
     except ValueError as err:
         raise TypeRelationError(f"equation {attrs.equation!r} does not fit: {err}",

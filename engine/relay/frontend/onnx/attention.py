@@ -63,7 +63,7 @@ def _with_past(ctx: NodeContext, heads: _Heads) -> tuple[_Heads, int]:
     v = relay.concatenate([ctx.input(5), heads.v], axis=2)
     k_shape = (*heads.k_shape[:2], heads.k_shape[2] + past, heads.k_shape[3])
     v_shape = (*heads.v_shape[:2], heads.v_shape[2] + past, heads.v_shape[3])
-    return _Heads(heads.q, k, v, heads.q_shape, k_shape, v_shape), past  # type: ignore[arg-type]
+    return _Heads(heads.q, k, v, heads.q_shape, k_shape, v_shape), past
 
 
 def _mask_bias(ctx: NodeContext, dtype: str, kv_len: int) -> Expr | None:
@@ -159,7 +159,7 @@ def _grouped(heads: _Heads) -> tuple[Expr, Expr, Shape4, Shape4]:
     v = relay.repeat(heads.v, reps, axis=1)
     k_shape = (heads.k_shape[0], q_heads, *heads.k_shape[2:])
     v_shape = (heads.v_shape[0], q_heads, *heads.v_shape[2:])
-    return k, v, k_shape, v_shape  # type: ignore[return-value]
+    return k, v, k_shape, v_shape
 
 
 def _scores(ctx: NodeContext, heads: _Heads, dtype: str) -> Expr:

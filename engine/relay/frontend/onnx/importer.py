@@ -33,8 +33,10 @@ from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     indexing,
     loss,
     nn,
+    norm_ops,
     quantize,
     reduce,
+    rotary,
     scatter,
     tensor,
 )

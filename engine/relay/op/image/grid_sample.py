@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -113,7 +114,8 @@ def _grid_sample_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
             safe, inside = _pixel_index(i, spatial[axis], attrs)
             weight = weight * w * inside
             index.append(safe)
-        picked = data[(batch, slice(None), *index)]  # (N, *out, C)
+        where: tuple[Any, ...] = (batch, slice(None), *index)
+        picked = data[where]  # (N, *out, C)
         out += picked * weight[..., None]
     return np.moveaxis(out, -1, 1).astype(data.dtype)
 
