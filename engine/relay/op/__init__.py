@@ -36,6 +36,8 @@ from engine.relay.op.reduce import *  # noqa: F403
 from engine.relay.op.reduce import __all__ as _reduce_all
 from engine.relay.op.scan import *  # noqa: F403
 from engine.relay.op.scan import __all__ as _scan_all
+from engine.relay.op.scatter import *  # noqa: F403
+from engine.relay.op.scatter import __all__ as _scatter_all
 from engine.relay.op.tensor import *  # noqa: F403
 from engine.relay.op.tensor import __all__ as _tensor_all
 from engine.relay.op.transform import *  # noqa: F403
@@ -45,7 +47,7 @@ TOpPattern = OpPattern
 
 __all__ = [
     *_binary_all, *_comparison_all, *_creation_all, *_indexing_all, *_reduce_all, *_scan_all,
-    *_tensor_all,
+    *_scatter_all, *_tensor_all,
     *_transform_all, "Op", "OpPattern", "TOpPattern", "TypeRelationError", "dyn", "image",
     "layout_transform", "list_ops", "nn", "register_compute", "register_infer_correct_layout",
     "register_pattern", "register_stateful", "register_type_rel",

@@ -27,10 +27,17 @@ from engine.relay.frontend.common import (
 )
 from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     activation,
+    attention,
     elemwise,
+    image_ops,
     indexing,
+    loss,
     nn,
+    norm_ops,
+    quantize,
     reduce,
+    rotary,
+    scatter,
     tensor,
 )
 from engine.relay.frontend.onnx.fold import fold_node

@@ -3,6 +3,7 @@
 from engine.relay.op.nn.conv import conv2d, conv2d_transpose
 from engine.relay.op.nn.conv_nd import conv1d, conv1d_transpose, conv3d, conv3d_transpose
 from engine.relay.op.nn.dense import batch_flatten, batch_matmul, bias_add, dense, matmul
+from engine.relay.op.nn.loss import nll_loss
 from engine.relay.op.nn.norm import (
     batch_norm,
     dropout,
@@ -45,4 +46,6 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool3d",
     "avg_pool1d", "avg_pool3d", "conv1d", "conv1d_transpose", "conv3d", "conv3d_transpose",
     "max_pool1d", "max_pool3d",
+    # losses
+    "nll_loss",
 ]
