@@ -171,10 +171,11 @@ def test_an_unread_optional_output_is_fine_a_read_one_is_named() -> None:
 
 
 def test_converter_problem_names_the_layer() -> None:
-    nodes = [helper.make_node("Reshape", ["x", "s"], ["y"], name="dyn_reshape")]
+    nodes = [helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="train_drop")]
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
-              helper.make_tensor_value_info("s", TensorProto.INT64, [2])]
-    with pytest.raises(frontend.ConversionError, match="dyn_reshape.*Reshape"):
+              helper.make_tensor_value_info("r", TensorProto.FLOAT, []),
+              helper.make_tensor_value_info("t", TensorProto.BOOL, [])]
+    with pytest.raises(frontend.ConversionError, match="train_drop.*Dropout"):
         frontend.load(_model(nodes, inputs=inputs).SerializeToString())
 
 

@@ -18,7 +18,10 @@ from typing import Any
 
 from engine.ir.expr import Call, Expr, Function, GlobalVar
 from engine.ir.module import IRModule
-from engine.relay.backend.te_compiler import LoweredFunc, lower_primitive
+from engine.ir.op import Op
+from engine.ir.traversal import post_order_visit
+from engine.ir.vars import free_vars
+from engine.relay.backend.te_compiler import LoweredFunc, LowerError, lower_primitive
 from engine.relay.expr_functor import ExprMutator
 from engine.relay.transform.fuse_ops import fused_function_name
 from engine.relay.type_infer import infer_type
@@ -38,6 +41,35 @@ def is_kernel_call(call: Call, mod: IRModule) -> bool:
     return isinstance(call.op, GlobalVar) and call.op.name_hint in lowered_funcs(mod)
 
 
+def _dyn_calls(func: Function) -> list[Call]:
+    found: list[Call] = []
+    post_order_visit(func.body, lambda e: found.append(e) if isinstance(e, Call) and isinstance(
+        e.op, Op) and e.op.name.startswith("dyn.") else None)
+    return found
+
+
+def check_no_dyn(call: Call, func: Function) -> None:
+    """A dyn op left for the build reads a value only known at run time: name the inputs
+    that value comes from (the user can bind them), never the fused function's params."""
+    dyn = _dyn_calls(func)
+    if not dyn:
+        return
+    op = dyn[0].op
+    assert isinstance(op, Op)
+    outer = dict(zip(func.params, call.args))
+    for index, operand in enumerate(dyn[0].args[1:], start=1):
+        sources = [v.name_hint for p in free_vars(operand) if p in outer
+                   for v in free_vars(outer[p])]
+        if sources:
+            what = op.arguments[index] if index < len(op.arguments) else f"operand {index}"
+            inputs = ", ".join(f"%{n}" for n in dict.fromkeys(sources))
+            raise LowerError(f"{op.name}: its {what!r} is computed at run time from input "
+                             f"{inputs}; the build needs static shapes: bind {inputs} to a "
+                             "constant (params) so DynamicToStatic makes it a static op")
+    raise LowerError(f"{op.name} is left for the build, which needs static shapes (run "
+                     "DynamicToStatic once its operands are constants)")
+
+
 class _Lowerer(ExprMutator):
     """Replaces each call of a Primitive function by a call of its global kernel."""
 
@@ -53,6 +85,7 @@ class _Lowerer(ExprMutator):
         func = call.op
         if not (isinstance(func, Function) and func.is_primitive()):
             return super().visit_call(call)
+        check_no_dyn(call, func)
         args = tuple(self.visit(arg) for arg in call.args)
         return replace(call, op=self._kernel(func), args=args)
 

@@ -18,6 +18,7 @@ from engine.relay.transform.fold_constant import FoldConstant as FoldConstant
 from engine.relay.transform.dead_code import DeadCodeElimination as DeadCodeElimination
 from engine.relay.transform.eliminate_common_subexpr import EliminateCommonSubexpr as EliminateCommonSubexpr
 from engine.relay.transform.simplify_inference import SimplifyInference as SimplifyInference
+from engine.relay.transform.dynamic_to_static import DynamicToStatic as DynamicToStatic
 from engine.relay.transform.simplify_expr import SimplifyExpr as SimplifyExpr
 from engine.relay.transform.canonicalize_ops import CanonicalizeOps as CanonicalizeOps
 from engine.relay.transform.to_a_normal_form import ToANormalForm as ToANormalForm

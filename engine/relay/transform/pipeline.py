@@ -55,6 +55,7 @@ def pipeline_steps(target: str = "llvm") -> list[Step]:
         Step("ToBasicBlockNormalForm"),
         Step("Legalize"),
         Step("SimplifyInference"),
+        Step("DynamicToStatic"),
         Step("EliminateCommonSubexpr", {"fskip": skip_int32_cast}),
         Step("SimplifyExpr"),
         Step("CombineParallelConv2D", {"min_num_branches": 3}),

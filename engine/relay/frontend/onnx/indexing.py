@@ -48,6 +48,10 @@ def gather_elements(ctx: NodeContext) -> ConvertResult:
 @converter("CumSum", since=11)
 @converter("CumProd", since=26)
 def cumulative(ctx: NodeContext) -> ConvertResult:
+    if ctx.value(1) is None:  # the axis is known at run time
+        scan = relay.dyn.cumsum if ctx.op_type == "CumSum" else relay.dyn.cumprod
+        return scan(ctx.input(0), ctx.input(1), exclusive=bool(ctx.attr("exclusive", 0)),
+                    reverse=bool(ctx.attr("reverse", 0)))
     axis = norm_axis(ctx.ints(1, "axis")[0], ctx.rank(0))
     x = ctx.input(0)
     reverse = bool(ctx.attr("reverse", 0))
@@ -73,11 +77,31 @@ def topk_attr(ctx: NodeContext) -> ConvertResult:
 
 @converter("TopK", since=10)
 def topk_input(ctx: NodeContext) -> ConvertResult:
+    if ctx.value(1) is None:  # k is known at run time
+        out = relay.dyn.topk(ctx.input(0), ctx.input(1), axis=int(ctx.attr("axis", -1)),
+                             is_ascend=not ctx.attr("largest", 1), dtype="int64")
+        return [out[0], out[1]]
     return _topk(ctx, ctx.ints(1, "k")[0])
+
+
+def _dyn_one_hot(ctx: NodeContext) -> ConvertResult:
+    """Depth (or values) known at run time: indices wrap by the depth tensor."""
+    dtype = ctx.dtype(2)
+    depth = relay.reshape(relay.cast(ctx.input(1), "int64"), [])
+    indices = relay.cast(ctx.input(0), "int64")
+    wrapped = relay.where(relay.less(indices, relay.const(0, "int64")),
+                          relay.add(indices, depth), indices)
+    values = ctx.input(2)
+    on = relay.reshape(relay.strided_slice(values, [1], [2]), [])
+    off = relay.reshape(relay.strided_slice(values, [0], [1]), [])
+    return relay.dyn.one_hot(wrapped, on, off, depth, axis=int(ctx.attr("axis", -1)),
+                             dtype=dtype)
 
 
 @converter("OneHot", since=9)
 def one_hot(ctx: NodeContext) -> ConvertResult:
+    if ctx.value(1) is None or ctx.value(2) is None:
+        return _dyn_one_hot(ctx)
     depth = ctx.ints(1, "depth")[0]
     values = np.asarray(ctx.const(2, "values")).reshape(-1)
     dtype = str(values.dtype)
@@ -92,6 +116,9 @@ def one_hot(ctx: NodeContext) -> ConvertResult:
 
 @converter("Trilu", since=14)
 def trilu(ctx: NodeContext) -> ConvertResult:
+    if ctx.has(1) and ctx.value(1) is None:  # k is known at run time
+        k = relay.reshape(relay.cast(ctx.input(1), "int64"), [])
+        return relay.dyn.trilu(ctx.input(0), k, upper=bool(ctx.attr("upper", 1)))
     shape = ctx.static_shape(0)
     k = ctx.ints(1, "k")[0] if ctx.has(1) else 0
     rows, cols = shape[-2], shape[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import engine.relay as relay
+from engine.ir.expr import Expr
 from engine.relay.frontend.common import check_elements
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 from engine.relay.frontend.onnx.util import norm_axes, norm_axis
@@ -22,6 +23,8 @@ def _resolve_reshape(in_shape: tuple[int, ...], target: list[int], allowzero: bo
 
 @converter("Reshape", since=5)
 def reshape(ctx: NodeContext) -> ConvertResult:
+    if ctx.value(1) is None:  # the target shape is computed at run time
+        return relay.dyn.reshape(ctx.input(0), ctx.input(1), bool(ctx.attr("allowzero", 0)))
     target = ctx.ints(1, "the target shape")
     shape = ctx.shape(0)
     if all(d is not None for d in shape):
@@ -60,6 +63,8 @@ def squeeze_attr(ctx: NodeContext) -> ConvertResult:
 
 @converter("Squeeze", since=13)
 def squeeze_input(ctx: NodeContext) -> ConvertResult:
+    if ctx.has(1) and ctx.value(1) is None:
+        return relay.dyn.squeeze(ctx.input(0), ctx.input(1))
     return _squeeze(ctx, ctx.ints(1, "axes") if ctx.has(1) else None)
 
 
@@ -78,6 +83,8 @@ def unsqueeze_attr(ctx: NodeContext) -> ConvertResult:
 
 @converter("Unsqueeze", since=13)
 def unsqueeze_input(ctx: NodeContext) -> ConvertResult:
+    if ctx.value(1) is None:
+        return relay.dyn.expand_dims(ctx.input(0), ctx.input(1))
     return _unsqueeze(ctx, ctx.ints(1, "axes"))
 
 
@@ -99,10 +106,25 @@ def _split_sizes(ctx: NodeContext, dim: int | None) -> list[int]:
     return [min(chunk, dim - i * chunk) for i in range(count)]
 
 
+def _dyn_split(ctx: NodeContext, axis: int) -> ConvertResult:
+    """Split sizes known at run time: output i is the slice [sum(sizes[:i]), sum(sizes[:i+1]))
+    along `axis`, computed from the sizes tensor."""
+    sizes = relay.cast(ctx.input(1), "int64")
+    ends = relay.cumsum(sizes, axis=0)
+    begins = relay.subtract(ends, sizes)
+    one, axes = relay.const(np.array([1], "int64"), "int64"), relay.const(
+        np.array([axis], "int64"), "int64")
+    return [relay.dyn.strided_slice(
+        ctx.input(0), relay.strided_slice(begins, [i], [i + 1]),
+        relay.strided_slice(ends, [i], [i + 1]), one, axes) for i in range(len(ctx.output_names))]
+
+
 @converter("Split")
 def split(ctx: NodeContext) -> ConvertResult:
     shape = ctx.shape(0)
     axis = norm_axis(int(ctx.attr("axis", 0)), len(shape))
+    if ctx.opset >= 13 and ctx.has(1) and ctx.value(1) is None:
+        return _dyn_split(ctx, axis)
     sizes = _split_sizes(ctx, shape[axis])
     indices = [int(i) for i in np.cumsum(sizes)[:-1]]
     parts = relay.split(ctx.input(0), indices_or_sections=indices, axis=axis)
@@ -128,8 +150,21 @@ def _clamp(value: int, dim: int, step: int) -> int:
     return max(-1, min(value, dim - 1))
 
 
+def _dyn_slice(ctx: NodeContext) -> ConvertResult:
+    """Bounds known at run time: every operand goes to dyn.strided_slice as int64."""
+    count = ctx.shape(1)[0]
+    if count is None:
+        raise ctx.fail("starts has a dynamic length")
+    steps = ctx.input(4) if ctx.has(4) else relay.const(np.ones(count, "int64"), "int64")
+    axes = ctx.input(3) if ctx.has(3) else relay.const(np.arange(count, dtype="int64"), "int64")
+    operands = [relay.cast(e, "int64") for e in (ctx.input(1), ctx.input(2), steps, axes)]
+    return relay.dyn.strided_slice(ctx.input(0), *operands)
+
+
 @converter("Slice")
 def slice_(ctx: NodeContext) -> ConvertResult:
+    if ctx.opset >= 10 and any(ctx.has(i) and ctx.value(i) is None for i in range(1, 5)):
+        return _dyn_slice(ctx)
     starts, ends, axes, steps = _slice_bounds(ctx)
     shape = ctx.shape(0)
     axes = norm_axes(axes, len(shape))
@@ -160,8 +195,28 @@ def gather(ctx: NodeContext) -> ConvertResult:
     return relay.take(ctx.input(0), indices, axis=axis)
 
 
+def _dyn_expand(ctx: NodeContext) -> ConvertResult:
+    """The target shape is known at run time: broadcast both ways, as
+    maximum(shape padded to one rank, shape_of(x) padded to it) (a 1 gives way)."""
+    rank, length = ctx.rank(0), ctx.shape(1)[0]
+    if length is None:
+        raise ctx.fail("the target shape has a dynamic length")
+    out_rank = max(rank, length)
+
+    def padded(shape: Expr, have: int) -> Expr:
+        if have == out_rank:
+            return shape
+        ones = relay.const(np.ones(out_rank - have, "int64"), "int64")
+        return relay.concatenate([ones, shape], axis=0)
+    target = relay.maximum(padded(relay.shape_of(ctx.input(0), dtype="int64"), rank),
+                           padded(relay.cast(ctx.input(1), "int64"), length))
+    return relay.dyn.broadcast_to(ctx.input(0), target)
+
+
 @converter("Expand", since=8)
 def expand(ctx: NodeContext) -> ConvertResult:
+    if ctx.value(1) is None:
+        return _dyn_expand(ctx)
     target = ctx.ints(1, "the target shape")
     out_shape = [int(d) for d in np.broadcast_shapes(ctx.static_shape(0), tuple(target))]
     check_elements(out_shape, f"output of {ctx.name!r}")
@@ -209,10 +264,12 @@ def constant(ctx: NodeContext) -> ConvertResult:
 
 @converter("ConstantOfShape", since=9)
 def constant_of_shape(ctx: NodeContext) -> ConvertResult:
-    dims = ctx.ints(0, "the shape")
-    check_elements(dims, f"output of {ctx.name!r}")
     fill = np.asarray(ctx.attrs.get("value", np.zeros([1], "float32"))).reshape(-1)[:1]
     dtype = str(fill.dtype)
+    if ctx.value(0) is None:
+        return relay.dyn.full(relay.const(fill[0], dtype), ctx.input(0), dtype=dtype)
+    dims = ctx.ints(0, "the shape")
+    check_elements(dims, f"output of {ctx.name!r}")
     return relay.full(relay.const(fill[0], dtype), shape=dims, dtype=dtype)
 
 
@@ -232,8 +289,31 @@ def _pads_and_value(ctx: NodeContext) -> tuple[list[int], float]:
     return pads, fill
 
 
+def _dyn_pad(ctx: NodeContext) -> ConvertResult:
+    """Pads (or axes) known at run time: [b0.., e0..] becomes the (rank, 2) pad_width of
+    dyn.nn.pad; with axes, each axis' pair is scattered into zeros."""
+    rank, dtype = ctx.rank(0), ctx.dtype(0)
+    pads = relay.cast(ctx.input(1), "int64")
+    count = rank if not ctx.has(3) else ctx.shape(3)[0]
+    if count is None:
+        raise ctx.fail("the pad axes have a dynamic length")
+    pairs = relay.transpose(relay.reshape(pads, [2, count]), [1, 0])
+    if ctx.has(3):
+        axes = relay.cast(ctx.input(3), "int64")
+        wrapped = relay.where(relay.less(axes, relay.const(0, "int64")),
+                              relay.add(axes, relay.const(rank, "int64")), axes)
+        hot = relay.one_hot(wrapped, relay.const(1, "int64"), relay.const(0, "int64"),
+                            depth=rank, axis=0, dtype="int64")  # (rank, count)
+        pairs = relay.nn.matmul(hot, pairs)
+    value = ctx.input(2) if ctx.has(2) else relay.const(np.zeros((), dtype), dtype)
+    value = relay.reshape(value, [])
+    return relay.dyn.nn.pad(ctx.input(0), pairs, value, ctx.attr("mode", "constant"))
+
+
 @converter("Pad")
 def pad(ctx: NodeContext) -> ConvertResult:
+    if ctx.opset >= 11 and any(ctx.has(i) and ctx.value(i) is None for i in (1, 3)):
+        return _dyn_pad(ctx)
     pads, fill = _pads_and_value(ctx)
     if any(p < 0 for p in pads):
         raise ctx.fail("negative pads (cropping) are not supported")
@@ -247,6 +327,8 @@ def pad(ctx: NodeContext) -> ConvertResult:
 
 @converter("Tile", since=6)
 def tile(ctx: NodeContext) -> ConvertResult:
+    if ctx.value(1) is None:
+        return relay.dyn.tile(ctx.input(0), ctx.input(1))
     reps = ctx.ints(1, "repeats")
     shape = ctx.shape(0)
     check_elements([(d or 1) * r for d, r in zip(shape, reps)], f"output of {ctx.name!r}")
