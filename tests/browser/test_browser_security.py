@@ -46,6 +46,9 @@ def strict_page(browser: Any, server: str) -> Iterator[Any]:
 def test_the_explorer_runs_under_its_csp(strict_page: Any, server: str,
                                          onnx_model: Any) -> None:
     page = strict_page
+    frames: list[str] = []  # what the page's websocket received (the socket upgrades to one)
+    page.on("websocket", lambda ws: "/socket.io/" in ws.url and ws.on(
+        "framereceived", lambda frame: frames.append(str(frame))))
     response = page.goto("/")
     assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
     page.set_input_files("[data-testid=file-input]", str(onnx_model("mlp")))
@@ -55,6 +58,7 @@ def test_the_explorer_runs_under_its_csp(strict_page: Any, server: str,
     page.locator(".pass-row[data-changed='true']").first.click()
     page.locator(".cm-content").first.wait_for()  # CodeMirror styled, the diff shown
     assert not page.violations.csp(), page.violations.seen
+    assert any("run_event" in frame for frame in frames), frames[:5]
 
 
 def test_schedule_diagrams_render_under_the_csp(strict_page: Any, server: str) -> None:
