@@ -1,7 +1,8 @@
 """The page under its Content-Security-Policy (issue 20): with the CSP enforced (the other
 browser tests bypass it, since Playwright's string predicates use eval), the explorer works
 same-origin with no violation: the bundle, the socket, the diff worker, CodeMirror's styles
-and Graphviz as wasm; and a session can be deleted from the home page."""
+and Graphviz as wasm; and a session can be deleted from the home page and from its own
+page (not while a run is in progress)."""
 
 from __future__ import annotations
 
@@ -88,4 +89,27 @@ def test_delete_a_session_from_the_home_page(strict_page: Any, server: str,
     row.wait_for(state="detached")
     ids = {s["id"] for s in api_get(server, "/api/sessions")["sessions"]}
     assert session["id"] not in ids
+    assert not page.violations.csp(), page.violations.seen
+
+
+def test_delete_a_session_from_its_own_page(strict_page: Any, server: str, onnx_model: Any,
+                                            pipeline_gate: Any) -> None:
+    page = strict_page
+    session = upload(server, onnx_model("mlp"))
+    page.add_init_script("window.confirm = () => true;")
+    pipeline_gate.arm()
+    try:
+        page.goto(f"/s/{session['id']}?autorun=1")
+        run_id = run_id_of(page)
+        assert pipeline_gate.reached.wait(timeout=30)
+        page.get_by_test_id("delete-session").click()  # refused: a run is in progress
+        page.locator(".banner").get_by_text("cancel it first").wait_for()
+        assert session["id"] in {s["id"] for s in api_get(server, "/api/sessions")["sessions"]}
+        pipeline_gate.release()
+        assert wait_run_done(server, run_id)[-1]["type"] == "run_finished"
+    finally:
+        pipeline_gate.disarm()
+    page.get_by_test_id("delete-session").click()
+    page.wait_for_url(lambda url: urlparse(url).path == "/")
+    assert session["id"] not in {s["id"] for s in api_get(server, "/api/sessions")["sessions"]}
     assert not page.violations.csp(), page.violations.seen
