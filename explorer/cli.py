@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from explorer import queries, serving
+from explorer import queries
 from explorer.guard import LOOPBACK_HOSTS
 from explorer.hub import EventHub
 from explorer.protocol import PASS_FINISHED, RUN_STARTED, ApiError, RunEvent, RunOptions
@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # --- serve ---------------------------------------------------------------------------------
 def serve(args: argparse.Namespace) -> int:
-    from explorer import create_app
+    from explorer import create_app, serving
 
     app = create_app(_serve_config(args))
     path = _first_page(app, args)
