@@ -1,4 +1,4 @@
-"""The `explorer` command: `serve`, `run` and `trace`.
+"""The `explorer` command: `serve`, `run`, `trace`, `sessions` and `delete`.
 
     explorer serve [MODEL] [--host 127.0.0.1] [--port 5000] [--data DIR] [--open] [--demo]
                    [--max-runs N] [--plugin MODULE]
@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from explorer import queries, serving
+from explorer import queries
 from explorer.guard import LOOPBACK_HOSTS
 from explorer.hub import EventHub
 from explorer.protocol import PASS_FINISHED, RUN_STARTED, ApiError, RunEvent, RunOptions
@@ -111,18 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # --- serve ---------------------------------------------------------------------------------
 def serve(args: argparse.Namespace) -> int:
-    from explorer import create_app, services
-    from explorer.demo import demo_session
+    from explorer import create_app, serving
 
     app = create_app(_serve_config(args))
-    path = "/"
-    with app.app_context():
-        svc = services()
-        if args.model is not None:
-            session = svc.sessions.create(args.model.name, args.model.read_bytes())
-            path = f"/s/{session['id']}"
-        elif args.demo:
-            path = f"/s/{demo_session(svc.sessions, svc.data_dir)['id']}"
+    path = _first_page(app, args)
     token = app.config["ACCESS_TOKEN"]
     if token:
         print(f"explorer: WARNING: listening on {args.host}: anyone who can reach this "
@@ -134,12 +126,34 @@ def serve(args: argparse.Namespace) -> int:
     if args.open:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     try:
-        serving.listen(app, args.host, args.port)
+        serving.listen(app, args.host, args.port)  # the services run in the server's worker
     except KeyboardInterrupt:
         print("explorer: stopping", file=sys.stderr)
-    finally:
-        app.extensions["explorer"].runs.shutdown()  # running runs: interrupted at restart
     return EXIT_OK
+
+
+def _first_page(app: Any, args: argparse.Namespace) -> str:
+    """The page the banner names: the session of MODEL or of the demo, made before the
+    server starts (imported here, as `explorer run` does: the file is the user's own, and
+    the serving process keeps no store, thread or child of its own), else the home page."""
+    from explorer.demo import demo_session
+
+    data_dir = Path(app.config["DATA_DIR"] or app.instance_path)
+    app.config["DATA_DIR"] = str(data_dir)
+    if args.model is None and not args.demo:
+        return "/"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store = Store(data_dir / "explorer.sqlite3")
+    try:
+        sessions = SessionService(store, data_dir / "models",
+                                  data_limit=lambda: app.config.get("MAX_DATA_BYTES"))
+        if args.model is not None:
+            session = sessions.create(args.model.name, args.model.read_bytes())
+        else:
+            session = demo_session(sessions, data_dir)
+        return f"/s/{session['id']}"
+    finally:
+        store.close()
 
 
 def _serve_config(args: argparse.Namespace) -> dict[str, Any]:

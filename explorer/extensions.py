@@ -3,8 +3,8 @@
 `create_app` only configures: routes, the Socket.IO namespace and an
 `ExplorerExtension` in `app.extensions["explorer"]`. The services (the store
 in the data folder, the event hub and its live socket sink, sessions, the run
-manager and its fork server) start on `start()`: `explorer serve` calls it
-before listening; otherwise the first request or `services()` does. Attribute
+manager and its fork server) start on `start()`: `explorer serve`'s server
+worker calls it once forked (explorer/serving.py); otherwise the first request or `services()` does. Attribute
 access on the extension (`app.extensions["explorer"].runs`) starts them too.
 """
 

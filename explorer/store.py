@@ -5,7 +5,8 @@ bytes, zlib-compressed at a fast level), so a module state printed twice is
 stored once. A source map is stored as columns (`SourceMapTable`: a small JSON
 header of interned strings, then little-endian int64 columns) and turned into
 the protocol's SourceMapEntry JSON when read; maps stored as JSON by older
-versions are read as they are. One connection per Store, guarded by a lock:
+versions are read as they are. Run artifacts are blobs too (those older versions stored
+inline are moved into blobs when the store opens). One connection per Store, guarded by a lock:
 handlers and background runs share it.
 """
 
@@ -82,8 +83,6 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (run_id, idx));
 CREATE TABLE IF NOT EXISTS session_snapshots (
     session_id TEXT PRIMARY KEY, snapshot_id INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS artifacts (
-    run_id TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, key));
 CREATE TABLE IF NOT EXISTS artifact_refs (
     run_id TEXT NOT NULL, key TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (run_id, key));
 CREATE INDEX IF NOT EXISTS snapshots_by_run ON snapshots(run_id);
@@ -108,9 +107,31 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Bring a database of an older version up to date: sessions get their `used`
+        column; artifacts stored inline (table `artifacts`, JSON text) move into compressed
+        content-addressed blobs, byte for byte, and the old table is dropped."""
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(sessions)")}
-        if "used" not in columns:  # databases of older versions
+        if "used" not in columns:
             self._db.execute("ALTER TABLE sessions ADD COLUMN used REAL")
+        if not self._has_inline_artifacts():  # the usual case: no write lock taken
+            return
+        with self._tx() as db:
+            if not self._has_inline_artifacts():  # another process moved them meanwhile
+                return
+            for run_id, key, text in db.execute("SELECT run_id, key, data FROM artifacts"
+                                                ).fetchall():
+                digest = self._put_blob(db, text.encode())
+                db.execute("INSERT OR IGNORE INTO artifact_refs VALUES (?, ?, ?)",
+                           (run_id, key, digest))  # a ref already there is the newer one
+            db.execute("DROP TABLE artifacts")
+            self._collect_blobs(db)
+
+    def _has_inline_artifacts(self) -> bool:
+        return self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                                "AND name = 'artifacts'").fetchone() is not None
 
     def close(self) -> None:
         with self._lock:
@@ -207,7 +228,7 @@ class Store:
 
     @staticmethod
     def _delete_run_rows(db: sqlite3.Connection, rid: str) -> None:
-        for table in ("events", "artifacts", "artifact_refs", "snapshots"):
+        for table in ("events", "artifact_refs", "snapshots"):
             db.execute(f"DELETE FROM {table} WHERE run_id = ?", (rid,))
         db.execute("DELETE FROM runs WHERE id = ?", (rid,))
 
@@ -220,7 +241,6 @@ class Store:
         sizes = {}
         for name, sql in (("blobs", "SELECT SUM(LENGTH(data)) FROM blobs"),
                           ("events", "SELECT SUM(LENGTH(data)) FROM events"),
-                          ("artifacts", "SELECT SUM(LENGTH(data)) FROM artifacts"),
                           ("sessions", "SELECT SUM(LENGTH(session) + LENGTH(graph)) "
                                        "FROM sessions")):
             sizes[name] = int(self._one(sql, ())[0] or 0)
@@ -373,40 +393,31 @@ class Store:
             digest = self._put_blob(db, raw)
             db.execute("INSERT OR REPLACE INTO artifact_refs VALUES (?, ?, ?)",
                        (run_id, key, digest))
-            db.execute("DELETE FROM artifacts WHERE run_id = ? AND key = ?", (run_id, key))
 
     def artifact(self, run_id: str, key: str, default: Any = None) -> Any:
         row = self._one("SELECT hash FROM artifact_refs WHERE run_id = ? AND key = ?",
                         (run_id, key))
-        if row is not None:
-            return json.loads(self._blob(str(row[0])))
-        row = self._one("SELECT data FROM artifacts WHERE run_id = ? AND key = ?", (run_id, key))
-        return default if row is None else json.loads(row[0])
+        return default if row is None else json.loads(self._blob(str(row[0])))
 
     def artifacts(self, run_id: str) -> dict[str, Any]:
-        """Every artifact of a run (those stored inline by older versions included)."""
-        rows = self._all("SELECT key, data FROM artifacts WHERE run_id = ?", (run_id,))
-        found = {k: json.loads(d) for k, d in rows}
-        for key, digest in self._all("SELECT key, hash FROM artifact_refs WHERE run_id = ?",
-                                     (run_id,)):
-            found[key] = json.loads(self._blob(str(digest)))
-        return found
+        """Every artifact of a run."""
+        return {key: json.loads(self._blob(str(digest))) for key, digest in
+                self._all("SELECT key, hash FROM artifact_refs WHERE run_id = ?", (run_id,))}
 
     # --- sizes (benchmarks) -----------------------------------------------------
     def run_bytes(self, run_id: str) -> int:
-        """Bytes this run occupies: its events, artifacts and the blobs its snapshots use."""
+        """Bytes this run occupies: its events and the blobs its snapshots and artifacts
+        use."""
         with self._lock:
             events = self._db.execute("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM events "
                                       "WHERE run_id = ?", (run_id,)).fetchone()[0]
-            arts = self._db.execute("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM artifacts "
-                                    "WHERE run_id = ?", (run_id,)).fetchone()[0]
             blobs = self._db.execute(
                 "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM blobs WHERE hash IN "
                 "(SELECT text_hash FROM snapshots WHERE run_id = ? "
                 " UNION SELECT map_hash FROM snapshots WHERE run_id = ?"
                 " UNION SELECT hash FROM artifact_refs WHERE run_id = ?)",
                 (run_id, run_id, run_id)).fetchone()[0]
-        return int(events) + int(arts) + int(blobs)
+        return int(events) + int(blobs)
 
     def mark_interrupted_run(self, run_id: str) -> None:
         """A run left `running` by a server that died becomes `interrupted`."""

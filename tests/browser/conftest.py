@@ -6,9 +6,13 @@ Never downloads a browser: tests skip when /usr/bin/chromium is missing.
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
 import subprocess
-import threading
+import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +20,10 @@ from typing import Any
 import pytest
 from browser_helpers import GATE_ARMED, GATE_FAILING, GATE_OPENED, GATE_REACHED, PLUGIN
 
-ROOT = Path(__file__).resolve().parents[2]
+from explorer.testing import flags_dir
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -99,20 +106,40 @@ def pipeline_gate() -> Iterator[PipelineGate]:
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory, frontend_bundle: Path,
            pipeline_gate: PipelineGate) -> Iterator[str]:
-    """Base URL of the real explorer app served by werkzeug in a thread."""
-    from werkzeug.serving import make_server
-
-    from explorer import create_app
-
+    """Base URL of the real server (`explorer serve`, gunicorn) on a free loopback port,
+    its run workers importing browser_helpers."""
     data = tmp_path_factory.mktemp("explorer-data")
-    app = create_app({"TESTING": True, "DATA_DIR": str(data), "RUN_PLUGINS": [PLUGIN]})
-    httpd = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=httpd.serve_forever, name="explorer-test-server", daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}"
-    httpd.shutdown()
-    thread.join(timeout=5)
-    app.extensions["explorer"].runs.shutdown()
+    port = _free_port()
+    flags_dir()  # exported before the server inherits the environment
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)])}
+    proc = subprocess.Popen([sys.executable, "-m", "explorer.cli", "serve", "--port", str(port),
+                             "--data", str(data), "--plugin", PLUGIN], env=env, cwd=str(ROOT),
+                            stdout=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_http(base)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_http(base: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/api/sessions", timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """The page under its Content-Security-Policy (issue 20): with the CSP enforced (the other
 browser tests bypass it, since Playwright's string predicates use eval), the explorer works
 same-origin with no violation: the bundle, the socket, the diff worker, CodeMirror's styles
-and Graphviz as wasm; and a session can be deleted from the home page."""
+and Graphviz as wasm; and a session can be deleted from the home page and from its own
+page (not while a run is in progress)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,9 @@ def strict_page(browser: Any, server: str) -> Iterator[Any]:
 def test_the_explorer_runs_under_its_csp(strict_page: Any, server: str,
                                          onnx_model: Any) -> None:
     page = strict_page
+    frames: list[str] = []  # what the page's websocket received (the socket upgrades to one)
+    page.on("websocket", lambda ws: "/socket.io/" in ws.url and ws.on(
+        "framereceived", lambda frame: frames.append(str(frame))))
     response = page.goto("/")
     assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
     page.set_input_files("[data-testid=file-input]", str(onnx_model("mlp")))
@@ -55,6 +59,7 @@ def test_the_explorer_runs_under_its_csp(strict_page: Any, server: str,
     page.locator(".pass-row[data-changed='true']").first.click()
     page.locator(".cm-content").first.wait_for()  # CodeMirror styled, the diff shown
     assert not page.violations.csp(), page.violations.seen
+    assert any("run_event" in frame for frame in frames), frames[:5]
 
 
 def test_schedule_diagrams_render_under_the_csp(strict_page: Any, server: str) -> None:
@@ -84,4 +89,27 @@ def test_delete_a_session_from_the_home_page(strict_page: Any, server: str,
     row.wait_for(state="detached")
     ids = {s["id"] for s in api_get(server, "/api/sessions")["sessions"]}
     assert session["id"] not in ids
+    assert not page.violations.csp(), page.violations.seen
+
+
+def test_delete_a_session_from_its_own_page(strict_page: Any, server: str, onnx_model: Any,
+                                            pipeline_gate: Any) -> None:
+    page = strict_page
+    session = upload(server, onnx_model("mlp"))
+    page.add_init_script("window.confirm = () => true;")
+    pipeline_gate.arm()
+    try:
+        page.goto(f"/s/{session['id']}?autorun=1")
+        run_id = run_id_of(page)
+        assert pipeline_gate.reached.wait(timeout=30)
+        page.get_by_test_id("delete-session").click()  # refused: a run is in progress
+        page.locator(".banner").get_by_text("cancel it first").wait_for()
+        assert session["id"] in {s["id"] for s in api_get(server, "/api/sessions")["sessions"]}
+        pipeline_gate.release()
+        assert wait_run_done(server, run_id)[-1]["type"] == "run_finished"
+    finally:
+        pipeline_gate.disarm()
+    page.get_by_test_id("delete-session").click()
+    page.wait_for_url(lambda url: urlparse(url).path == "/")
+    assert session["id"] not in {s["id"] for s in api_get(server, "/api/sessions")["sessions"]}
     assert not page.violations.csp(), page.violations.seen

@@ -13,17 +13,22 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from engine.relay.expr_functor import ExprMutator
 from engine.transform import module_pass, register_pass
-from explorer.testing import ProcessFlag
+from explorer.testing import ProcessFlag, flags_dir
+
+HERE = Path(__file__).resolve().parent
 
 MODEL_TEXT = """#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 4), float32]) {
@@ -133,6 +138,31 @@ def thread_server(app: Any) -> Iterator[str]:
     finally:
         httpd.shutdown()
         thread.join(timeout=10)
+
+
+def serve_process(port: int, data: Path) -> subprocess.Popen[bytes]:
+    """`explorer serve` (the production server) on 127.0.0.1:port in a child process, the
+    hardening passes registered (`hardening_serve`); the test flags' folder is exported
+    first, so the server and its run workers share it."""
+    flags_dir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parents[1])])}
+    return subprocess.Popen([sys.executable, "-m", "hardening_serve", "serve", "--port",
+                             str(port), "--data", str(data)], env=env, cwd=str(HERE.parents[1]),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@contextmanager
+def real_server(data: Path) -> Iterator[str]:
+    """The base URL of `serve_process` on a free port, once it answers; stopped after."""
+    port = free_port()
+    proc = serve_process(port, data)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_http(base)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
 
 
 def wait_http(base: str, timeout: float = 30) -> None:

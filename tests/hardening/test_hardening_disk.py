@@ -1,11 +1,13 @@
 """Data hygiene (issue 20): a failed upload leaves nothing, identical uploads share one
 stored file, sessions and runs can be deleted (API and CLI), the data folder has a size
-limit with least-recently-used eviction, and run artefacts are stored compressed, once."""
+limit with least-recently-used eviction, and run artefacts are stored compressed, once
+(those an older version stored inline are moved into blobs when the store opens)."""
 
 from __future__ import annotations
 
 import io
 import json
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -158,5 +160,45 @@ def test_artifacts_are_compressed_and_stored_once(tmp_path: Path) -> None:
         assert before < len(json.dumps(big)) / 10
         assert store.artifact("r2", "schedules") == big
         assert store.artifacts("r1") == {"schedules": big}
+    finally:
+        store.close()
+
+
+def _old_database(path: Path, rows: list[tuple[str, str, Any]]) -> None:
+    """A database as versions before content-addressed artefacts wrote it: sessions without
+    `used`, artefacts inline in `artifacts` as JSON text."""
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE sessions (id TEXT PRIMARY KEY, created REAL NOT NULL, model_file TEXT,
+                               session TEXT NOT NULL, graph TEXT NOT NULL);
+        CREATE TABLE artifacts (run_id TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL,
+                                PRIMARY KEY (run_id, key));""")
+    db.executemany("INSERT INTO artifacts VALUES (?, ?, ?)",
+                   [(rid, key, json.dumps(data)) for rid, key, data in rows])
+    db.commit()
+    db.close()
+
+
+def test_inline_artifacts_of_an_old_database_move_into_blobs_at_open(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    big = [{"steps": ["for i in range(1024):\n  C[i] = A[i] + B[i]"] * 500}]
+    timing = {"name": "root", "ms": 1.5, "children": []}
+    _old_database(path, [("r1", "schedules", big), ("r2", "schedules", big),
+                         ("r1", "timing", timing)])
+    store = Store(path)
+    try:
+        assert store.artifacts("r1") == {"schedules": big, "timing": timing}
+        assert store.artifact("r2", "schedules") == big
+        blobs = store.data_bytes()["blobs"]
+        assert 0 < blobs < len(json.dumps(big)) / 10  # compressed, and stored once
+        tables = {name for (name,) in sqlite3.connect(path).execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "artifacts" not in tables
+    finally:
+        store.close()
+    store = Store(path)  # opened again: nothing left to move, nothing changed
+    try:
+        assert store.data_bytes()["blobs"] == blobs
+        assert store.artifact("r2", "schedules") == big
     finally:
         store.close()

@@ -3,10 +3,7 @@ that hangs and is cancelled from the socket."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,23 +22,21 @@ from hardening_helpers import (
     free_port,
     http_json,
     process_gone,
+    real_server,
+    serve_process,
     stored_events,
-    thread_server,
     upload_http,
     wait_http,
     wait_terminal,
 )
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-
 
 @pytest.fixture()
-def server(app: Any) -> Iterator[str]:
+def server(data_dir: Path) -> Iterator[str]:
     GATE.clear()
     HANG.clear()
     HANG_REACHED.clear()
-    with thread_server(app) as base:
+    with real_server(data_dir) as base:
         yield base
     GATE.set()
     HANG.set()
@@ -140,13 +135,6 @@ def test_a_cancel_during_the_last_pass_still_ends_cancelled(server: str) -> None
     assert events[-1]["type"] == "run_cancelled"
 
 
-def _serve(port: int, data: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)])}
-    return subprocess.Popen([sys.executable, "-m", "hardening_serve", "serve", "--port",
-                             str(port), "--data", str(data)], env=env, cwd=str(ROOT),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def _hang_run(base: str) -> str:
     """A run on a fresh session, held in HardeningHang (its worker's pid in HANG_PID)."""
     HANG.clear()
@@ -185,7 +173,7 @@ def test_a_server_stopped_mid_run_takes_its_workers_and_shows_the_run_interrupte
     data = tmp_path / "served"
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = _serve(port, data)
+    proc = serve_process(port, data)
     try:
         wait_http(base)
         rid = _hang_run(base)
@@ -198,7 +186,7 @@ def test_a_server_stopped_mid_run_takes_its_workers_and_shows_the_run_interrupte
     finally:
         if proc.poll() is None:
             proc.kill()
-    proc = _serve(port, data)
+    proc = serve_process(port, data)
     try:
         wait_http(base)
         time.sleep(0.5)

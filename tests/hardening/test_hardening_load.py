@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
 import pytest
 from hardening_helpers import (
@@ -15,8 +15,8 @@ from hardening_helpers import (
     TERMINAL,
     Watcher,
     close_all,
+    real_server,
     stored_events,
-    thread_server,
     upload_http,
     wait_terminal,
 )
@@ -28,9 +28,9 @@ PASSES = ["InferType", "HardeningSleep", "HardeningGate", "SimplifyExpr", "Harde
 
 
 @pytest.fixture()
-def server(app: Any) -> Iterator[str]:
+def server(data_dir: Path) -> Iterator[str]:
     GATE.clear()
-    with thread_server(app) as base:
+    with real_server(data_dir) as base:
         yield base
     GATE.set()
 

@@ -10,7 +10,7 @@ import { ProvenancePane } from "../panes/provenance.js";
 import { SchedulesPane } from "../panes/schedules.js";
 import { SummaryPane } from "../panes/summary.js";
 import { TimelinePane } from "../panes/timeline.js";
-import { C2S, URL_KEYS as K } from "../protocol.js";
+import { C2S, PAGES, URL_KEYS as K } from "../protocol.js";
 import { RunStream, request } from "../run-stream.js";
 import { splitter } from "../splitter.js";
 import { UrlState } from "../url-state.js";
@@ -77,7 +77,10 @@ export class SessionPage {
     this.workspace = h("main.workspace");
     this.workspace.append(left, splitter(this.workspace, "--left", { storageKey: "irx.left" }), center,
       splitter(this.workspace, "--right", { sign: -1, storageKey: "irx.right" }), right);
-    const bar = h("div.session-bar", {}, h("div.session-id", {}, this.title, this.meta), h("span.spacer"), this.status);
+    const remove = h("button.btn.small", { type: "button", title: "Delete this session and its runs",
+      "data-testid": "delete-session", on: { click: () => this.deleteSession() } }, "Delete");
+    const bar = h("div.session-bar", {}, h("div.session-id", {}, this.title, this.meta), h("span.spacer"),
+      this.status, remove);
     replace(this.root, bar, h("div.options-row", {}), this.banner, this.workspace);
     this.options.mount(this.root.querySelector(".options-row"));
     this.timeline.mount(left);
@@ -121,6 +124,20 @@ export class SessionPage {
     for (const t of this.tabBar.children) t.setAttribute("aria-selected", String(t.dataset.tab === name));
     this.schedules.setActive(name === "schedules");
     this.url.patch({ [K.TAB]: name === "diff" ? null : name });
+  }
+
+  /** Delete the session (the server refuses while a run is in progress), then go home. */
+  async deleteSession() {
+    const name = this.data?.session.name ?? this.sessionId;
+    if (!window.confirm(`Delete ${name} and all its runs?`)) return;
+    try {
+      await api.deleteSession(this.sessionId);
+    } catch (err) {
+      replace(this.banner, errorBox(`Could not delete ${name}:`, err.message));
+      return;
+    }
+    this.stream?.close();
+    window.location.assign(PAGES.home());
   }
 
   async startRun(options) {
