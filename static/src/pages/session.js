@@ -179,7 +179,7 @@ export class SessionPage {
     this.status.dataset.status = model.status;
     this.status.textContent = statusText(model);
     this.hub.emit(TOPIC.RUN_CHANGED, model);
-    this.options.setPassNames(model.leafRows().map((r) => r.name));
+    this.options.offerRunPasses(model.leafRows().map((r) => r.name));
     this.applyPending(model);
     if (model.finished && !this.refreshedRuns) {
       this.refreshedRuns = true;

@@ -39,10 +39,21 @@ export class OptionsPane extends Pane {
     try {
       const body = await api.passes();
       names = (body.passes ?? []).map((p) => (typeof p === "string" ? p : p.name));
+      this.fromRegistry = names.length > 0;
     } catch {
       // the registry listing is optional; fall back to the passes seen in a run
     }
     this.setPassNames(names);
+  }
+
+  /**
+   * The passes a run reported, offered only when the server's registry could not be listed:
+   * a run also reports stages of relay.build (StandardPipeline, LowerTE) that no option
+   * can switch off, and the registry has passes a run may not have used.
+   * @param {string[]} names
+   */
+  offerRunPasses(names) {
+    if (!this.fromRegistry) this.setPassNames(names);
   }
 
   setPassNames(names) {
