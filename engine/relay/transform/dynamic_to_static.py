@@ -17,6 +17,7 @@ import numpy as np
 from engine.ir.expr import Call, Constant, Expr, Function
 from engine.ir.module import IRModule
 from engine.relay.op.dyn.transform import onnx_newshape
+from engine.relay.op.image.resize import onnx_plan
 from engine.relay.transform._rewrite import (
     CallRewriter,
     ensure_typed,
@@ -134,12 +135,23 @@ def _pad(call: Call, values: Values) -> Expr | None:
                         call.args[2], mode)
 
 
-def _resize(call: Call, values: Values) -> Expr:
+def _resize(call: Call, values: Values) -> Expr | None:
     import engine.relay as relay
 
     roi = [float(v) for v in np.asarray(values[0]).reshape(-1)]
     attrs = {k: v for k, v in call.attrs.items()}
-    return relay.image.resize2d(call.args[0], size=_ints(values[1]), roi=roi or None, **attrs)
+    kind = attrs.pop("onnx_kind", "")
+    axes, policy = attrs.pop("axes", ()), attrs.pop("keep_aspect_ratio_policy", "stretch")
+    if not kind:
+        return relay.image.resize2d(call.args[0], size=_ints(values[1]), roi=roi or None,
+                                    **attrs)
+    shape = static_shape(call.args[0])
+    if shape is None:
+        return None
+    layout = str(attrs["layout"])
+    size, scales, box = onnx_plan(shape, values[1], kind, axes or (), policy or "stretch", roi,
+                                  (layout.index("H"), layout.index("W")))
+    return relay.image.resize2d(call.args[0], size=size, roi=box, scales=scales, **attrs)
 
 
 def _reduce(call: Call, values: Values) -> Expr | None:

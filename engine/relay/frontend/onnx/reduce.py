@@ -4,6 +4,7 @@ LayerNormalization, RMSNormalization, and resizing (Resize, Upsample)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -11,6 +12,7 @@ import engine.relay as relay
 from engine.ir.expr import Expr
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 from engine.relay.frontend.onnx.util import norm_axes, norm_axis
+from engine.relay.op.image.resize import onnx_plan
 
 _REDUCE = {
     "ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min",
@@ -99,54 +101,62 @@ _METHOD = {"nearest": "nearest_neighbor", "linear": "linear", "bilinear": "linea
            "cubic": "cubic"}
 
 
-def _resize_size(ctx: NodeContext, scales_index: int, sizes_index: int) -> list[int]:
-    in_shape = ctx.static_shape(0)
-    sizes = ctx.value(sizes_index)
-    if sizes is not None and sizes.size:
-        return ctx.ints(sizes_index, "sizes")
-    scales = np.asarray(ctx.const(scales_index, "scales"), dtype="float64").reshape(-1)
-    return [int(np.floor(d * s)) for d, s in zip(in_shape, scales)]
-
-
-def _resize(ctx: NodeContext, x: Expr, out_size: list[int], coord_mode: str,
-            rounding: str = "round_prefer_floor") -> Expr:
-    in_shape = ctx.static_shape(0)
-    if len(in_shape) != 4:
-        raise ctx.fail(f"only 4-D (NCHW) resizing is supported, got rank {len(in_shape)}")
-    if list(out_size[:2]) != list(in_shape[:2]):
-        raise ctx.fail("resizing the batch or channel dimension is not supported")
+def _resize(ctx: NodeContext, scales_index: int, sizes_index: int, coord_mode: str,
+            rounding: str = "round_prefer_floor", roi_index: int | None = None) -> Expr:
+    """Resize from ONNX scales or sizes: image.resize2d when they (and the input shape) are
+    known at import time, else dyn.image.resize2d with ONNX operands. Coordinates divide by
+    the given scale (x_original = f(x_resized, scale)), not by output / input size."""
+    if ctx.rank(0) != 4:
+        raise ctx.fail(f"only 4-D (NCHW) resizing is supported, got rank {ctx.rank(0)}")
     mode = ctx.attr("mode", "nearest")
     if mode not in _METHOD:
         raise ctx.fail(f"resize mode {mode!r} is not supported")
-    return relay.image.resize2d(
-        x, roi=[0.0, 0.0, 0.0, 0.0], size=list(out_size[2:]), layout="NCHW",
-        method=_METHOD[mode], coordinate_transformation_mode=coord_mode,
-        rounding_method=ctx.attr("nearest_mode", rounding) if mode == "nearest"
-        else "", cubic_alpha=float(ctx.attr("cubic_coeff_a", -0.75)),
-        cubic_exclude=int(ctx.attr("exclude_outside", 0)),
-        extrapolation_value=float(ctx.attr("extrapolation_value", 0.0)))
+    sizes = ctx.value(sizes_index)
+    kind = "sizes" if ctx.has(sizes_index) and (sizes is None or sizes.size) else "scales"
+    operand = sizes_index if kind == "sizes" else scales_index
+    if not ctx.has(operand):
+        raise ctx.fail("Resize needs scales or sizes")
+    axes = [int(a) for a in ctx.attr("axes") or ()]
+    policy = ctx.attr("keep_aspect_ratio_policy", "stretch")
+    crop = coord_mode == "tf_crop_and_resize"
+    roi_given = crop and roi_index is not None and ctx.has(roi_index)
+    kwargs: dict[str, Any] = {
+        "layout": "NCHW", "method": _METHOD[mode], "coordinate_transformation_mode": coord_mode,
+        "rounding_method": ctx.attr("nearest_mode", rounding) if mode == "nearest" else "",
+        "cubic_alpha": float(ctx.attr("cubic_coeff_a", -0.75)),
+        "cubic_exclude": int(ctx.attr("exclude_outside", 0)),
+        "extrapolation_value": float(ctx.attr("extrapolation_value", 0.0))}
+    values, shape = ctx.value(operand), ctx.shape(0)
+    roi = ctx.value(roi_index) if roi_given and roi_index is not None else np.zeros(0)
+    if values is not None and roi is not None and all(d is not None for d in shape):
+        dims = [int(d) for d in shape]  # type: ignore[arg-type]
+        try:
+            size, scales, box = onnx_plan(dims, values, kind, axes, policy, roi)
+        except ValueError as err:
+            raise ctx.fail(str(err)) from None
+        exact = all(abs(s - o / i) < 1e-12 for s, o, i in zip(scales, size, dims[2:]))
+        return relay.image.resize2d(
+            ctx.input(0), size=size, roi=box if crop else [0.0, 0.0, 0.0, 0.0],
+            scales=None if exact else scales, **kwargs)
+    box_expr = ctx.input(roi_index) if roi_given and roi_index is not None else \
+        relay.const(np.zeros(0, "float32"), "float32")
+    return relay.dyn.image.resize2d(ctx.input(0), box_expr, ctx.input(operand), onnx_kind=kind,
+                                    axes=axes, keep_aspect_ratio_policy=policy, **kwargs)
 
 
 @converter("Resize", since=10)
 def resize_v10(ctx: NodeContext) -> ConvertResult:
-    size = _resize_size(ctx, 1, 99)
-    return _resize(ctx, ctx.input(0), size, "asymmetric", rounding="floor")
+    return _resize(ctx, 1, 99, "asymmetric", rounding="floor")
 
 
 @converter("Resize", since=11)
 def resize(ctx: NodeContext) -> ConvertResult:
     if ctx.attr("antialias", 0):
         raise ctx.fail("antialiased resizing is not supported")
-    if ctx.attr("axes") is not None:
-        raise ctx.fail("the axes attribute of Resize is not supported")
-    size = _resize_size(ctx, 2, 3)
     mode = ctx.attr("coordinate_transformation_mode", "half_pixel")
-    if mode == "tf_crop_and_resize":
-        raise ctx.fail("tf_crop_and_resize is not supported")
-    return _resize(ctx, ctx.input(0), size, mode)
+    return _resize(ctx, 2, 3, mode, roi_index=1)
 
 
 @converter("Upsample", since=9)
 def upsample(ctx: NodeContext) -> ConvertResult:
-    size = _resize_size(ctx, 1, 99)
-    return _resize(ctx, ctx.input(0), size, "asymmetric", rounding="floor")
+    return _resize(ctx, 1, 99, "asymmetric", rounding="floor")

@@ -17,15 +17,21 @@ from engine.relay.op.op import INJECTIVE, define_op, make_call
 RESIZE_KEY = "relay.attrs.Resize2DAttrs"
 
 
-def source_coords(out_size: int, in_size: int, ctm: str, roi: tuple[float, float] = (0.0, 1.0)
-                  ) -> np.ndarray:
-    """Input coordinate of each output index under a coordinate transformation mode."""
+def source_coords(out_size: int, in_size: int, ctm: str, roi: tuple[float, float] = (0.0, 1.0),
+                  scale: float | None = None) -> np.ndarray:
+    """Input coordinate of each output index under a coordinate transformation mode.
+
+    `scale` is the resize factor the modes that divide by it use (ONNX Resize given
+    `scales`); by default it is out_size / in_size."""
     x = np.arange(out_size, dtype=np.float64)
-    scale = out_size / in_size
+    scale = out_size / in_size if not scale else float(scale)
     if ctm == "half_pixel":
         return (x + 0.5) / scale - 0.5
+    if ctm == "half_pixel_symmetric":
+        offset = in_size / 2 * (1 - out_size / (scale * in_size))
+        return offset + (x + 0.5) / scale - 0.5
     if ctm == "pytorch_half_pixel":
-        return (x + 0.5) / scale - 0.5 if out_size > 1 else np.zeros_like(x)
+        return (x + 0.5) / scale - 0.5 if out_size > 1 else np.full_like(x, -0.5)
     if ctm == "align_corners":
         return x * ((in_size - 1) / (out_size - 1)) if out_size > 1 else np.zeros_like(x)
     if ctm == "asymmetric":
@@ -67,9 +73,10 @@ def _cubic_weights(frac: np.ndarray, alpha: float) -> np.ndarray:
 
 def axis_taps(out_size: int, in_size: int, method: str, ctm: str, rounding: str,
               cubic_alpha: float = -0.5, cubic_exclude: bool = False,
-              roi: tuple[float, float] = (0.0, 1.0)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              roi: tuple[float, float] = (0.0, 1.0), scale: float | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(indices (out, taps), weights (out, taps), in-bounds mask (out,)) along one axis."""
-    coords = source_coords(out_size, in_size, ctm, roi)
+    coords = source_coords(out_size, in_size, ctm, roi, scale)
     inside = (coords >= 0) & (coords <= in_size - 1) if ctm == "tf_crop_and_resize" else \
         np.ones(out_size, dtype=bool)
     if method == "nearest_neighbor":
@@ -105,15 +112,17 @@ def _resize_axis(x: np.ndarray, axis: int, taps: tuple[np.ndarray, np.ndarray, n
 def resize_nchw(x: np.ndarray, size: Sequence[int], method: str, ctm: str, rounding: str,
                 cubic_alpha: float = -0.5, cubic_exclude: bool = False,
                 roi: Sequence[float] = (0.0, 0.0, 1.0, 1.0),
-                extrapolation: float = 0.0) -> np.ndarray:
-    """Resize the H and W axes of an NCHW array."""
+                extrapolation: float = 0.0, scales: Sequence[float] | None = None) -> np.ndarray:
+    """Resize the H and W axes of an NCHW array (`scales`: the (H, W) factors the coordinate
+    transformation uses, by default output / input size)."""
     if not rounding and method == "nearest_neighbor":
         rounding = "round" if ctm == "align_corners" else "floor"
     out = x
-    for axis, (new, start, end) in zip((2, 3), ((size[0], roi[0], roi[2]),
-                                                  (size[1], roi[1], roi[3]))):
+    factors = tuple(scales) if scales else (None, None)
+    for axis, (new, start, end, scale) in zip((2, 3), ((size[0], roi[0], roi[2], factors[0]),
+                                                         (size[1], roi[1], roi[3], factors[1]))):
         taps = axis_taps(int(new), x.shape[axis], method, ctm, rounding, cubic_alpha,
-                         cubic_exclude, (start, end))
+                         cubic_exclude, (start, end), scale)
         out = _resize_axis(out, axis, taps, extrapolation)
     return out
 
@@ -132,7 +141,7 @@ def _resize_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     roi = attrs.get("roi") or (0.0, 0.0, 1.0, 1.0)
     out = resize_nchw(x, attrs.size, attrs.method, attrs.coordinate_transformation_mode,
                       attrs.rounding_method, attrs.cubic_alpha, bool(attrs.cubic_exclude), roi,
-                      attrs.extrapolation_value)
+                      attrs.extrapolation_value, attrs.get("scales"))
     dtype = attrs.get("out_dtype") or xs[0].dtype
     if np.dtype(dtype).kind in "iu":
         out = np.round(out)
@@ -146,16 +155,61 @@ define_op("image.resize2d", ("data",), _resize_rel, INJECTIVE, _resize_compute,
 def resize2d(data: Expr, size: Any, roi: Any = None, layout: str = "NCHW",
              method: str = "linear", coordinate_transformation_mode: str = "half_pixel",
              rounding_method: str = "", cubic_alpha: float = -0.5, cubic_exclude: int = 0,
-             extrapolation_value: float = 0.0, out_dtype: str = "") -> Call:
-    """Resize H and W to `size` (TVM's relay.image.resize2d)."""
-    return make_call("image.resize2d", (data,), {
+             extrapolation_value: float = 0.0, out_dtype: str = "",
+             scales: Sequence[float] | None = None) -> Call:
+    """Resize H and W to `size` (TVM's relay.image.resize2d); `scales` (H, W), when given,
+    are the factors the coordinate transformation divides by (ONNX Resize's `scales`)."""
+    attrs: dict[str, Any] = {
         "size": tuple(int(s) for s in size),
         "roi": None if roi is None else tuple(float(r) for r in roi),
         "layout": layout, "method": method,
         "coordinate_transformation_mode": coordinate_transformation_mode,
         "rounding_method": rounding_method, "cubic_alpha": float(cubic_alpha),
         "cubic_exclude": int(cubic_exclude), "extrapolation_value": float(extrapolation_value),
-        "out_dtype": out_dtype}, RESIZE_KEY)
+        "out_dtype": out_dtype}
+    if scales:
+        attrs["scales"] = tuple(float(v) for v in scales)
+    return make_call("image.resize2d", (data,), attrs, RESIZE_KEY)
 
 
-__all__ = ["resize2d"]
+def onnx_plan(shape: Sequence[int], values: Any, kind: str, axes: Sequence[int] = (),
+              policy: str = "stretch", roi: Any = (), hw: tuple[int, int] = (2, 3)
+              ) -> tuple[tuple[int, int], tuple[float, float], tuple[float, float, float, float]]:
+    """ONNX Resize's `scales` or `sizes` (`kind`), per entry of `axes` (default: every axis),
+    with `keep_aspect_ratio_policy` and `roi` (starts then ends per axis) -> the (H, W) output
+    size, the (H, W) scale factors and the (h0, w0, h1, w1) roi of image.resize2d."""
+    rank = len(shape)
+    axes = [int(a) % rank for a in axes] or list(range(rank))
+    vals = np.asarray(values, dtype=np.float64).reshape(-1)
+    if len(vals) != len(axes):
+        raise ValueError(f"resize: {kind} holds {len(vals)} values for {len(axes)} axes")
+    ins = np.array([shape[a] for a in axes], dtype=np.float64)
+    if kind == "scales":
+        factors = vals
+        sizes = (vals * ins).astype(np.int64)
+    elif policy in ("not_larger", "not_smaller"):
+        ratio = vals / ins
+        one = ratio.min() if policy == "not_larger" else ratio.max()
+        factors = np.full_like(ratio, one)
+        sizes = (one * ins + 0.5).astype(np.int64)
+    else:
+        factors, sizes = vals / ins, vals.astype(np.int64)
+    box = np.asarray(roi, dtype=np.float64).reshape(-1)
+    starts, ends = (box[:len(axes)], box[len(axes):]) if len(box) == 2 * len(axes) else \
+        (np.zeros(len(axes)), np.ones(len(axes)))
+    out_size, out_scale, lo, hi = [0, 0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0]
+    for i, axis in enumerate(axes):
+        if axis in hw:
+            j = hw.index(axis)
+            out_size[j], out_scale[j] = int(sizes[i]), float(factors[i])
+            lo[j], hi[j] = float(starts[i]), float(ends[i])
+        elif int(sizes[i]) != shape[axis]:
+            raise ValueError(f"resize: only the H and W axes can be resized (axis {axis})")
+    for j, axis in enumerate(hw):
+        if axis not in axes:
+            out_size[j] = int(shape[axis])
+    return ((out_size[0], out_size[1]), (out_scale[0], out_scale[1]),
+            (lo[0], lo[1], hi[0], hi[1]))
+
+
+__all__ = ["onnx_plan", "resize2d"]
