@@ -9,7 +9,7 @@
 - `checks`: a runtime check of a JSON value against any of these declarations.
 
 docs/PROTOCOL.md describes the same contract in prose. The front end's constants and
-typedefs are generated from here into `static/src/protocol.gen.js`
+typedefs are generated from here into `static/src/protocol*.gen.js`
 (`python -m explorer.protocol.js_gen`); a test fails when that file is stale.
 """
 

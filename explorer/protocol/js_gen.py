@@ -1,12 +1,14 @@
-"""Writes the front end's half of the protocol, `static/src/protocol.gen.js`, from the
-declarations of this package: the names (namespace, socket events, RunEvent types,
-statuses, formats, upload extensions) as frozen constants, and a JSDoc `@typedef` for
-every TypedDict, so panes annotate with `import("./protocol.js").PassFinished`.
+"""Writes the front end's half of the protocol from the declarations of this package, one
+generated file per responsibility: `static/src/protocol.gen.js` the names (namespace,
+socket events, RunEvent types, statuses, formats, upload extensions) as frozen constants;
+`protocol.events.gen.js` a JSDoc `@typedef` for every shape, option and event payload;
+`protocol.http.gen.js` one for every HTTP answer and socket ack. protocol.js re-exports
+all three, so panes annotate with `import("./protocol.js").PassFinished`.
 
     python -m explorer.protocol.js_gen            # (re)write the file
     python -m explorer.protocol.js_gen --check    # exit 1 when it is stale
 
-tests/explorer/test_explorer_protocol_js.py fails when the committed file differs.
+tests/explorer/test_explorer_protocol_js.py fails when a committed file differs.
 """
 
 import inspect
@@ -20,9 +22,9 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is
 from explorer.protocol import errors, events, http, names, options, shapes
 
 ROOT = Path(__file__).resolve().parents[2]
-TARGET = ROOT / "static" / "src" / "protocol.gen.js"
+SRC = ROOT / "static" / "src"
 COMMAND = "python -m explorer.protocol.js_gen"
-DECLARING = (errors, options, shapes, events, http)  # typedefs, in this order
+DECLARING = (errors, options, shapes, events, http)  # the modules whose TypedDicts are typed
 ALIASES: dict[str, Any] = {
     "RunStatus": names.RunStatus, "ModelFormat": names.ModelFormat,
     "BacktraceAction": names.BacktraceAction, "DiffTag": names.DiffTag,
@@ -85,9 +87,9 @@ def alias_typedef(name: str, declared: Any) -> list[str]:
     return [f"/** @typedef {{{js_type(declared, alias=False)}}} {name} */"]
 
 
-def declarations() -> Iterator[Any]:
+def declarations(*declaring: types.ModuleType) -> Iterator[Any]:
     """Every TypedDict of the declaring modules, in declaration order."""
-    for module in DECLARING:
+    for module in declaring:
         for value in vars(module).values():
             if is_typeddict(value) and value.__module__ == module.__name__:
                 yield value
@@ -145,23 +147,37 @@ def constants() -> list[str]:
     ]
 
 
-def render() -> str:
-    blocks = [list(constants()), payload_map()]
-    blocks += [alias_typedef(name, declared) for name, declared in ALIASES.items()]
-    blocks += [typedef(declared) for declared in declarations()]
+def _file(blocks: list[list[str]]) -> str:
     body = "\n\n".join("\n".join(block) for block in blocks)
     return f"{HEADER}\n{body}\n"
 
 
+def _typedefs(*declaring: types.ModuleType) -> list[list[str]]:
+    # `export {}`: a module of typedefs only, re-exported by protocol.js
+    return [["export {};"], *(typedef(declared) for declared in declarations(*declaring))]
+
+
+def render() -> dict[Path, str]:
+    """Each generated file and its text."""
+    aliases = [alias_typedef(name, declared) for name, declared in ALIASES.items()]
+    return {
+        SRC / "protocol.gen.js": _file([list(constants())]),
+        SRC / "protocol.events.gen.js": _file([*_typedefs(*DECLARING[:-1]),
+                                               payload_map(), *aliases]),
+        SRC / "protocol.http.gen.js": _file(_typedefs(DECLARING[-1])),
+    }
+
+
 def main(argv: Sequence[str] = ()) -> int:
-    text = render()
+    stale = [path for path, text in render().items()
+             if not path.exists() or path.read_text() != text]
     if "--check" in argv:
-        if TARGET.read_text() != text:
-            print(f"{TARGET.relative_to(ROOT)} is stale: run `{COMMAND}`", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(text)
-    print(f"wrote {TARGET.relative_to(ROOT)}")
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is stale: run `{COMMAND}`", file=sys.stderr)
+        return 1 if stale else 0
+    for path, text in render().items():
+        path.write_text(text)
+        print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
 

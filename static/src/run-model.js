@@ -1,5 +1,5 @@
 // The state of one run, folded from its RunEvents in index order.
-// Payload shapes: protocol.gen.js (generated from explorer/protocol/).
+// Payload shapes: protocol.events.gen.js (generated from explorer/protocol/).
 import { EV, RUN_STATUS } from "./protocol.js";
 
 /** @typedef {import("./protocol.js").RunEvent} RunEvent */
