@@ -113,18 +113,12 @@ def optimize_passes(opt_level: int, disabled: tuple[str, ...]) -> list[Any]:
     return compiler.run_passes(None, False, compiler.pass_context(opt_level, (), disabled, []))
 
 
-def apply(passes: list[Any], mod: IRModule, ctx: Any) -> IRModule:
-    with ctx:
-        for stage in passes:
-            mod = stage(mod)
-    return mod
-
-
 def pipeline_plain(mod: IRModule, opt_level: int = 3,
                    disabled: tuple[str, ...] = ()) -> tuple[IRModule, float]:
     passes = optimize_passes(opt_level, disabled)
     t0 = time.perf_counter()
-    final = apply(passes, mod, compiler.pass_context(opt_level, (), disabled, []))
+    final = compiler.compile_module(mod, {}, passes, False,
+                                    compiler.pass_context(opt_level, (), disabled, [])).mod
     return final, time.perf_counter() - t0
 
 
@@ -136,7 +130,8 @@ def pipeline_recorded(mod: IRModule, opt_level: int = 3,
     passes = optimize_passes(opt_level, disabled)
     t0 = time.perf_counter()
     recorder.record(mod)
-    final = apply(passes, mod, compiler.pass_context(opt_level, (), disabled, [instrument]))
+    final = compiler.compile_module(
+        mod, {}, passes, False, compiler.pass_context(opt_level, (), disabled, [instrument])).mod
     recorder.record(final)
     elapsed = time.perf_counter() - t0
     out = OursResult(final=final)

@@ -41,7 +41,7 @@ once; one that cannot be imported is skipped there)."""
 
 __all__ = ["ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext", "check_types",
            "PassInstrument", "SourceMapTable", "compile_module", "load_model", "model_inputs",
-           "kernels", "pass_context", "plan", "print_snapshot", "registered_passes", "run_passes", "span_coverage", "transform"]
+           "kernels", "pass_context", "plan", "print_snapshot", "registered_passes", "run_passes", "transform"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -149,11 +149,6 @@ def print_snapshot(mod: IRModule) -> tuple[str, SourceMapTable]:
     """The module's Relay text (with types) and its source map as a column table."""
     result = print_ir(mod, show_types=True)
     return result.text, result.source_map_table()
-
-
-def span_coverage(table: SourceMapTable) -> tuple[float, int]:
-    """(fraction of printed computing expressions carrying a span, their number)."""
-    return table.span_coverage()
 
 
 # --- passes ----------------------------------------------------------------------------------

@@ -256,12 +256,10 @@ class Execution:
         return self._fail(pass_name, message, code)
 
     def _fail(self, pass_name: str | None, message: str, code: str) -> Outcome:
-        self.summary["failed_pass"] = pass_name
-        self.summary["error"] = message
         if self.instrument and self.instrument.state.last_snapshot is not None:
             self.summary["final_snapshot"] = self.instrument.state.last_snapshot.id
-        return self._outcome("failed", run_failed(pass_name=pass_name, message=message,
-                                                  code=code))
+        self._summarize("failed")
+        return Outcome.failed(self.summary, pass_name, message, code)
 
     def _outcome(self, status: RunStatus, data: RunFailed | RunCancelled | None) -> Outcome:
         self._summarize(status)

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from explorer.compiler import IRModule, PassInstrument, SourceMapTable, print_snapshot
-from explorer.compiler import span_coverage as table_coverage
 from explorer.protocol import (
     PASS_FAILED,
     PASS_FINISHED,
@@ -85,7 +84,7 @@ class SnapshotRecorder:
         if not self.store.holds(snapshot_id, text, table):
             raise ImportMismatchError(
                 f"this import of the model differs from the upload's (snapshot {snapshot_id})")
-        coverage, num_nodes = table_coverage(table)
+        coverage, num_nodes = table.span_coverage()
         self.print_ms += (time.perf_counter() - start) * 1e3
         snap = Snapshot(snapshot_id, module_key(mod), coverage, num_nodes, printed=False)
         self._remember(snap, mod)
@@ -103,7 +102,7 @@ class SnapshotRecorder:
 
     def _store(self, mod: IRModule, key: ModuleKey, text: str, table: SourceMapTable,
                start: float) -> Snapshot:
-        coverage, num_nodes = table_coverage(table)
+        coverage, num_nodes = table.span_coverage()
         snap_id = self.store.add_snapshot(self.run_id, text, table)
         self.print_ms += (time.perf_counter() - start) * 1e3
         self.num_printed += 1

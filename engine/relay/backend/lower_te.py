@@ -36,11 +36,6 @@ def lowered_funcs(mod: IRModule) -> dict[str, LoweredFunc]:
     return dict(mod.attrs.get(LOWERED_FUNCS) or {})
 
 
-def is_kernel_call(call: Call, mod: IRModule) -> bool:
-    """A call of a global kernel made by LowerTE."""
-    return isinstance(call.op, GlobalVar) and call.op.name_hint in lowered_funcs(mod)
-
-
 def _dyn_calls(func: Function) -> list[Call]:
     found: list[Call] = []
     post_order_visit(func.body, lambda e: found.append(e) if isinstance(e, Call) and isinstance(
@@ -138,4 +133,4 @@ def LowerTE(target: Any = "llvm") -> Pass:
     return module_pass(transform, opt_level=0, name="LowerTE")
 
 
-__all__ = ["LOWERED_FUNCS", "LowerTE", "is_kernel_call", "lower_te", "lowered_funcs"]
+__all__ = ["LOWERED_FUNCS", "LowerTE", "lower_te", "lowered_funcs"]
