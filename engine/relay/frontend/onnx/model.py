@@ -75,8 +75,10 @@ def load_external_data(model: onnx.ModelProto, base_dir: Path | None) -> None:
         location = info.get("location", "")
         if base_dir is None:
             raise UnsafeModelError(
-                f"tensor {tensor.name!r} keeps its data in external file {location!r}; "
-                "upload the model with its data folder (external data is not read from bytes)")
+                f"tensor {tensor.name!r} keeps its data in external file {location!r}, which "
+                "an upload does not bring: save the model with its weights inside the file "
+                "(torch.onnx.export(..., external_data=False), or onnx.save_model(model, path, "
+                "save_as_external_data=False))")
         target = (base_dir / location).resolve()
         if os.path.isabs(location) or not target.is_relative_to(base_dir):
             raise UnsafeModelError(
