@@ -120,4 +120,4 @@ def test_the_timeline_ends_with_lowering_and_the_final_module_holds_the_kernels(
            if e["type"] == "pass_started" and e["data"]["depth"] == 0]
     assert top == ["StandardPipeline", "LowerTE"]
     final = store.snapshot(store.run(run_id)["final_snapshot"])["text"]
-    assert re.search(r"@fused_nn_dense\w*\(%", final), final[:2000]
+    assert re.search(r"= @fused_nn_dense\w*\(%", final), final[:2000]  # a bare call, as TVM prints

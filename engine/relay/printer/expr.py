@@ -274,7 +274,12 @@ class ExprPrinter:
         w.end(var, start)
 
     def _global_var(self, gv: GlobalVar) -> None:
-        self._atom(gv, "@" + name_or_quoted(gv.name_hint))
+        """`@name`, bare: a global names a function (its type and spans are the
+        function's, printed with its definition), as TVM prints it."""
+        w = self.w
+        start = w.begin(gv)
+        w.write("@" + name_or_quoted(gv.name_hint))
+        w.end(gv, start)
 
     def _op(self, op: Op) -> None:
         self.w.write(op.name)
