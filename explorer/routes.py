@@ -37,6 +37,18 @@ def create_session() -> tuple[Response, int]:
     return jsonify({"session": session}), 201
 
 
+@bp.post("/api/sessions/<sid>/pin")
+def pin_session(sid: str) -> tuple[Response, int]:
+    """A new session of the same model with its symbolic input dimensions fixed."""
+    from explorer.sessions import check_input_shapes
+
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or "input_shapes" not in body:
+        raise bad_request("bad_payload", 'send {"input_shapes": {"input": [dims]}} as JSON')
+    session = services().sessions.pin(sid, check_input_shapes(body["input_shapes"]))
+    return jsonify({"session": session}), 201
+
+
 @bp.post("/api/sessions/demo")
 def create_demo_session() -> tuple[Response, int]:
     svc = services()

@@ -101,6 +101,11 @@ def parse_input_shapes(raw: str | None) -> dict[str, list[int]] | None:
         shapes = json.loads(raw)
     except ValueError:
         raise bad_request("bad_input_shapes", "input_shapes is not valid JSON") from None
+    return check_input_shapes(shapes)
+
+
+def check_input_shapes(shapes: Any) -> dict[str, list[int]]:
+    """`{"name": [dims]}` with positive integer dims within the element limit."""
     if not isinstance(shapes, dict):
         raise bad_request("bad_input_shapes", 'input_shapes must be {"name": [dims]}')
     for name, dims in shapes.items():
@@ -110,6 +115,33 @@ def parse_input_shapes(raw: str | None) -> dict[str, list[int]] | None:
                               f"input_shapes[{name!r}] must be a list of positive integers")
         _check_elements(name, dims)
     return shapes
+
+
+def check_pinned(session: Session, shapes: dict[str, list[int]]) -> None:
+    """Pinned shapes may only fix the dimensions the model leaves open: each names a
+    symbolic input, has its rank, and keeps its fixed dimensions."""
+    symbolic = symbolic_inputs(session)
+    if not shapes:
+        raise bad_request("bad_input_shapes", "input_shapes names no input to pin")
+    for name, dims in shapes.items():
+        if name not in symbolic:
+            which = ", ".join(sorted(symbolic)) or "none"
+            raise bad_request("bad_input_shapes", f"{name!r} is not an input with symbolic "
+                              f"dimensions (those are: {which})", {"input": name})
+        declared = symbolic[name]
+        if len(dims) != len(declared):
+            raise bad_request("bad_input_shapes", f"input {name!r} has rank {len(declared)} "
+                              f"({_shape_text(declared)}); {dims} has rank {len(dims)}",
+                              {"input": name})
+        for axis, (want, got) in enumerate(zip(declared, dims)):
+            if isinstance(want, int) and want != got:
+                raise bad_request("bad_input_shapes", f"input {name!r} has dimension {axis} "
+                                  f"fixed at {want} ({_shape_text(declared)}), not {got}",
+                                  {"input": name, "axis": axis})
+
+
+def _shape_text(dims: list[int | str]) -> str:
+    return "(" + ", ".join(str(d) for d in dims) + ")"
 
 
 def _check_elements(name: str, dims: list[int]) -> None:
@@ -159,9 +191,27 @@ def _tensor(name: str, ty: Any) -> TensorInfo:
     return TensorInfo(name=name, shape=shape, dtype=dtype)
 
 
+def _named_dims(info: TensorInfo, entries: list[dict[str, Any]]) -> TensorInfo:
+    """`info` with the frontend's symbol ("batch") in place of each "?" it names."""
+    entry = next((e for e in entries if e.get("name") == info["name"]), None)
+    symbols = entry.get("shape") if entry else None
+    if not isinstance(symbols, list) or len(symbols) != len(info["shape"]):
+        return info
+    shape = [s if d == "?" and isinstance(s, str) else d for d, s in zip(info["shape"], symbols)]
+    return TensorInfo(name=info["name"], shape=shape, dtype=info["dtype"])
+
+
+def symbolic_inputs(session: Session) -> dict[str, list[int | str]]:
+    """The session's inputs that have a dimension unknown until run time, with their shapes."""
+    return {t["name"]: t["shape"] for t in session["inputs"]
+            if any(isinstance(d, str) for d in t["shape"])}
+
+
 def describe(sid: str, name: str, imported: Imported) -> Session:
     mod = imported.mod
-    inputs = [_tensor(n, ty) for n, ty in compiler.model_inputs(mod, imported.params)]
+    entries = list(imported.graph.get("inputs") or [])
+    inputs = [_named_dims(_tensor(n, ty), entries)
+              for n, ty in compiler.model_inputs(mod, imported.params)]
     outputs = imported.graph.get("outputs") or []
     ret_type = mod["main"].ret_type
     if not outputs and ret_type is not None:
@@ -196,8 +246,28 @@ class SessionService:
         format_for(display)
         if not data:
             raise bad_request("empty_file", f"{display}: the file is empty")
-        sid = new_id()
         path = self._keep_file(data, PurePath(display).suffix.lower())
+        return self._open(path, display, shapes)
+
+    def pin(self, sid: str, shapes: dict[str, list[int]]) -> Session:
+        """A new session of `sid`'s model with its symbolic input dimensions pinned to
+        `shapes` (the original session is kept as it is: its runs stay true to it)."""
+        session = self.store.session(sid)
+        model_file = self.store.session_model_file(sid)
+        if model_file is None:
+            raise ApiError(409, "no_model", f"session {sid!r} has no model file (imported run)")
+        check_pinned(session, shapes)
+        merged = {**(self.store.session_graph(sid).get("input_shapes") or {}), **shapes}
+        with self._lock:
+            path = self.models_dir / model_file
+            if not path.exists():
+                raise ApiError(409, "no_model", f"session {sid!r} has lost its model file")
+            self._pending[model_file] += 1
+        return self._open(path, session["name"], merged)
+
+    def _open(self, path: Path, display: str, shapes: Shapes) -> Session:
+        """Inspect the stored file (marked in use by the caller) and store its session."""
+        sid = new_id()
         failed = True
         try:
             session, graph, snapshot = self.inspector(sid, display, path, shapes)

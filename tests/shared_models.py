@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_DIR = ROOT / "bench" / "models"
 MAKE_MODELS = ROOT / "bench" / "make_models.py"
@@ -29,3 +33,24 @@ def model_path(name: str) -> Path:
             subprocess.run([sys.executable, str(MAKE_MODELS), str(MODEL_DIR), "--only", name],
                            check=True, capture_output=True)
     return path
+
+
+def symbolic_model() -> bytes:
+    """A small hand-made model for the symbolic-input flow (not an importer test): a conv + relu over `pixels` [batch, 3, 8, 8] and `bias` [?]: one named symbolic
+    dimension and one unnamed."""
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    pixels = helper.make_tensor_value_info("pixels", TensorProto.FLOAT, ["batch", 3, 8, 8])
+    bias = helper.make_tensor_value_info("bias", TensorProto.FLOAT, [None])
+    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 4, 8, 8])
+    nodes = [
+        helper.make_node("Conv", ["pixels", "w"], ["conv"], name="stem/conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["conv"], ["relu"], name="stem/relu"),
+        helper.make_node("ReduceMean", ["bias"], ["b"], name="bias/mean", keepdims=1),
+        helper.make_node("Add", ["relu", "b"], ["out"], name="head/add"),
+    ]
+    graph = helper.make_graph(nodes, "symbolic", [pixels, bias], [out], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model.SerializeToString()

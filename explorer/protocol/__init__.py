@@ -17,6 +17,7 @@ from explorer.protocol.errors import (
     CROSS_ORIGIN,
     FOREIGN_HOST,
     RUN_ACTIVE,
+    SYMBOLIC_INPUTS,
     TOKEN_REQUIRED,
     ApiError,
     ErrorBody,
@@ -144,7 +145,7 @@ from explorer.protocol.shapes import (
 )
 
 __all__ = [
-    "CROSS_ORIGIN", "FOREIGN_HOST", "MAX_SAFE_INT", "RUN_ACTIVE", "TOKEN_REQUIRED",
+    "CROSS_ORIGIN", "FOREIGN_HOST", "MAX_SAFE_INT", "RUN_ACTIVE", "SYMBOLIC_INPUTS", "TOKEN_REQUIRED",
     # names
     "BACKTRACE_ACTIONS", "BUILD_FINISHED", "BUILD_STARTED", "CANCEL_RUN", "CLIENT_EVENTS",
     "MODEL_FORMATS", "model_format",

@@ -7,6 +7,7 @@ FOREIGN_HOST = "foreign_host"      # 403: the Host header names no allowed host
 CROSS_ORIGIN = "cross_origin"      # 403: another site's page (Origin) changes state / opens the socket
 TOKEN_REQUIRED = "token_required"  # 401: a non-loopback server's access token is missing
 RUN_ACTIVE = "run_active"          # 409: deleting a session or run whose run is in progress
+SYMBOLIC_INPUTS = "symbolic_inputs"  # 400: a build asked of a session with unpinned input dims
 
 
 class ErrorBody(TypedDict):

@@ -13,7 +13,7 @@ from explorer.protocol.shapes import FrontendGraph, RunEvent, RunSummary, Sessio
 
 # --- sessions and runs ------------------------------------------------------------------------
 class SessionCreated(TypedDict):
-    """POST /api/sessions, POST /api/sessions/demo (201)."""
+    """POST /api/sessions, POST /api/sessions/demo, POST /api/sessions/<sid>/pin (201)."""
 
     session: Session
 

@@ -13,7 +13,7 @@ from explorer.protocol.options import RunOptionsJSON
 
 class TensorInfo(TypedDict):
     name: str
-    shape: list[int | str]  # "?" for a dynamic dimension
+    shape: list[int | str]  # a dynamic dimension: the model's symbol for it ("batch") or "?"
     dtype: str
 
 

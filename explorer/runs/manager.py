@@ -22,6 +22,7 @@ from explorer import compiler
 from explorer.hub import EventHub
 from explorer.protocol import (
     RUN_QUEUED,
+    SYMBOLIC_INPUTS,
     ApiError,
     EventData,
     RunOptions,
@@ -33,7 +34,7 @@ from explorer.runs.children import load_plugins, warm_up
 from explorer.runs.config import RunConfig
 from explorer.runs.execution import Execution, finish_run
 from explorer.runs.supervisor import RunSupervisor
-from explorer.sessions import SessionService, new_id
+from explorer.sessions import SessionService, new_id, symbolic_inputs
 from explorer.store import Store
 
 StartTask = Callable[..., Any]
@@ -75,8 +76,16 @@ class RunManager:
                               {"unknown": unknown, "registered": sorted(known)})
 
     def _new_run(self, session_id: str, options: RunOptions) -> str:
-        self.store.session(session_id)  # 404 before anything starts
+        session = self.store.session(session_id)  # 404 before anything starts
         self.validate(options)
+        symbolic = symbolic_inputs(session)
+        if options.build and options.passes is None and symbolic:
+            listed = "; ".join(f"{name} ({', '.join(map(str, dims))})"
+                               for name, dims in symbolic.items())
+            raise bad_request(SYMBOLIC_INPUTS, f"relay.build needs static input shapes, and "
+                              f"these inputs have symbolic dimensions: {listed}. Pin them "
+                              "(the page's 'Pin shapes', or POST /api/sessions/<id>/pin) or "
+                              "run without build", {"inputs": symbolic})
         if self.stopping:
             raise ApiError(503, "shutting_down", "the server is shutting down")
         run_id = new_id()

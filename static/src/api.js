@@ -64,6 +64,8 @@ export const api = {
   deleteSession: (sid) => deleteJSON(ROUTES.session(sid)),
   deleteRun: (rid) => deleteJSON(ROUTES.run(rid)),
   demo: () => postJSON(ROUTES.demo()),
+  /** A new session of `sid`'s model with its symbolic input dims fixed: {session}. */
+  pin: (sid, inputShapes) => postJSON(ROUTES.pin(sid), { input_shapes: inputShapes }),
   upload: (file, inputShapes) => {
     const form = new FormData();
     form.append("file", file, file.name);

@@ -5,7 +5,7 @@
 export {};
 
 /**
- * POST /api/sessions, POST /api/sessions/demo (201).
+ * POST /api/sessions, POST /api/sessions/demo, POST /api/sessions/<sid>/pin (201).
  * @typedef {Object} SessionCreated
  * @property {Session} session
  */

@@ -17,6 +17,8 @@ export const ROUTES = Object.freeze({
   sessions: () => "/api/sessions",
   /** SessionCreated */
   demo: () => "/api/sessions/demo",
+  /** SessionCreated: a new session with the symbolic input dims pinned */
+  pin: (sid) => `/api/sessions/${enc(sid)}/pin`,
   /** SessionDetail (GET), OkAck (DELETE: the session and its runs) */
   session: (sid) => `/api/sessions/${enc(sid)}`,
   /** RunDetail (GET), OkAck (DELETE) */

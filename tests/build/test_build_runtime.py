@@ -56,3 +56,33 @@ def test_driver_build_runs_a_schedule() -> None:
     func(x, out)
     np.testing.assert_allclose(out, 2 * x)
     assert "parallel" in func.get_source()
+
+
+def test_a_symbolic_input_is_named_before_the_pipeline_runs() -> None:
+    """relay.build refuses an input with a run-time dimension up front, naming the input
+    (not a fused function's p0 after the whole pipeline), and LowerTE says the same."""
+    import pytest
+
+    from engine.instrument import PassInstrument, pass_instrument
+    from engine.ir.errors import PassError
+    from engine.relay.backend.lower_te import LowerTE
+    from engine.relay.backend.te_compiler import LowerError
+
+    x = relay.var("pixels", shape=(relay.Any(), 4))
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.nn.relu(x)))
+
+    @pass_instrument
+    class Seen(PassInstrument):
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def run_before_pass(self, mod: object, info: object) -> None:
+            self.names.append(info.name)  # type: ignore[attr-defined]
+
+    seen = Seen()
+    with tvm.transform.PassContext(opt_level=3, instruments=[seen]), \
+            pytest.raises(LowerError, match=r"%pixels: Tensor\[\(\?, 4\), float32\]"):
+        relay.build(mod, target="llvm")
+    assert seen.names == []
+    with pytest.raises(PassError, match="LowerError: .*pin 'pixels'"):
+        LowerTE("llvm")(relay.transform.InferType()(mod))

@@ -25,7 +25,7 @@ import numpy as np
 from engine.ir.expr import Function
 from engine.ir.module import IRModule
 from engine.relay.backend.graph_codegen import Graph, GraphBuilder
-from engine.relay.backend.lower_te import LowerTE, lowered_funcs
+from engine.relay.backend.lower_te import LowerTE, check_static_inputs, lowered_funcs
 from engine.relay.backend.te_compiler import LoweredFunc, ScheduleStep
 from engine.relay.transform.pipeline import (
     bind_params,
@@ -152,6 +152,7 @@ def build(ir_mod: IRModule | Function, target: Any = "llvm", target_host: Any = 
         ir_mod = IRModule.from_expr(ir_mod)
     full = Target(_build_target(target))
     mod = bind_params(ir_mod, params)
+    check_static_inputs(mod)  # before the pipeline, not at its end
     for stage in build_passes(str(full)):
         mod = stage(mod)
     return codegen(mod, full, mod_name)

@@ -20,6 +20,7 @@ from engine.ir.expr import Call, Expr, Function, GlobalVar
 from engine.ir.module import IRModule
 from engine.ir.op import Op
 from engine.ir.traversal import post_order_visit
+from engine.ir.type import AnyDim, TensorType
 from engine.ir.vars import free_vars
 from engine.relay.backend.te_compiler import LoweredFunc, LowerError, lower_primitive
 from engine.relay.expr_functor import ExprMutator
@@ -63,6 +64,20 @@ def check_no_dyn(call: Call, func: Function) -> None:
                              "constant (params) so DynamicToStatic makes it a static op")
     raise LowerError(f"{op.name} is left for the build, which needs static shapes (run "
                      "DynamicToStatic once its operands are constants)")
+
+
+def check_static_inputs(mod: IRModule) -> None:
+    """The build needs every input of @main at a static shape: name the ones that are not
+    (a model's symbolic batch dimension, say), and how to fix them."""
+    dynamic = [(p.name_hint, ty) for p in mod["main"].params
+               if isinstance(ty := p.type_annotation, TensorType)
+               and any(isinstance(d, AnyDim) for d in ty.shape)]
+    if dynamic:
+        listed = ", ".join(f"%{name}: {ty}" for name, ty in dynamic)
+        names = ", ".join(repr(name) for name, _ in dynamic)
+        raise LowerError(f"the build needs static input shapes; {listed} "
+                         f"{'has' if len(dynamic) == 1 else 'have'} a dimension known only at "
+                         f"run time: pin {names} (the frontend's shape={{name: [dims]}})")
 
 
 class _Lowerer(ExprMutator):
@@ -109,6 +124,7 @@ class _Lowerer(ExprMutator):
 
 def lower_te(mod: IRModule, target: str) -> IRModule:
     """@main with every fused call lowered (see module docstring); typed."""
+    check_static_inputs(mod)
     lowerer = _Lowerer(target, {gv.name_hint for gv in mod.get_global_vars()})
     main = lowerer.visit(mod["main"])
     if not lowerer.kernels:
@@ -133,4 +149,4 @@ def LowerTE(target: Any = "llvm") -> Pass:
     return module_pass(transform, opt_level=0, name="LowerTE")
 
 
-__all__ = ["LOWERED_FUNCS", "LowerTE", "lower_te", "lowered_funcs"]
+__all__ = ["LOWERED_FUNCS", "LowerTE", "check_static_inputs", "lower_te", "lowered_funcs"]

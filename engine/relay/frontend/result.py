@@ -48,9 +48,18 @@ def layer_entry(name: str, op_type: str, inputs: Sequence[str], outputs: Sequenc
 
 
 def tensor_entry(name: str, shape: Sequence[Any], dtype: str) -> dict[str, Any]:
-    dims = [d if isinstance(d, int) and d >= 0 else "?" for d in
-            (int(x) if isinstance(x, (int, np.integer)) else x for x in shape)]
+    """A graph input or output for display: a dimension is its size, the exporter's symbol
+    for it (ONNX's `dim_param`, e.g. "batch") or "?" when it is unknown and unnamed."""
+    dims = [_display_dim(int(x) if isinstance(x, (int, np.integer)) else x) for x in shape]
     return {"name": name, "shape": dims, "dtype": str(dtype)}
+
+
+def _display_dim(dim: Any) -> int | str:
+    if isinstance(dim, int):
+        return dim if dim >= 0 else "?"
+    if isinstance(dim, str) and dim.strip():
+        return dim.strip()
+    return "?"
 
 
 def frontend_graph(layers: list[dict[str, Any]], inputs: list[dict[str, Any]],

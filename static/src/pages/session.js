@@ -6,6 +6,7 @@ import { EventHub, TOPIC } from "../hub.js";
 import { DiffPane } from "../panes/diff.js";
 import { LayersPane } from "../panes/layers.js";
 import { OptionsPane } from "../panes/options.js";
+import { PinShapes, symbolicInputs } from "../panes/pin-shapes.js";
 import { ProvenancePane } from "../panes/provenance.js";
 import { SchedulesPane } from "../panes/schedules.js";
 import { SummaryPane } from "../panes/summary.js";
@@ -81,7 +82,9 @@ export class SessionPage {
       "data-testid": "delete-session", on: { click: () => this.deleteSession() } }, "Delete");
     const bar = h("div.session-bar", {}, h("div.session-id", {}, this.title, this.meta), h("span.spacer"),
       this.status, remove);
-    replace(this.root, bar, h("div.options-row", {}), this.banner, this.workspace);
+    this.pinRow = h("div.pin-row");
+    this.pinShapes = new PinShapes(this.pinRow);
+    replace(this.root, bar, h("div.options-row", {}), this.pinRow, this.banner, this.workspace);
     this.options.mount(this.root.querySelector(".options-row"));
     this.timeline.mount(left);
     this.summary.mount(this.tabBodies.model);
@@ -116,6 +119,8 @@ export class SessionPage {
     this.meta.textContent = `${session.format} · ${session.num_layers ?? graph?.layers?.length ?? 0} layers`;
     this.summary.update(this.data);
     this.layers.update(graph);
+    this.pinShapes.update(session);
+    this.options.setSymbolic(symbolicInputs(session).length > 0);
   }
 
   showTab(name) {

@@ -5,6 +5,7 @@ import { Pane } from "../pane.js";
 import { defaultRunOptions } from "../protocol.js";
 
 const STORAGE_KEY = "irx.runOptions";
+const BUILD_TITLE = "Run relay.build: the pipeline, then LowerTE (kernels and their schedules). Unticked: relay.optimize, the pipeline alone.";
 
 export class OptionsPane extends Pane {
   render() {
@@ -24,7 +25,7 @@ export class OptionsPane extends Pane {
     return h("div.options-bar", { "data-testid": "pipeline-options" },
       h("label.inline", {}, "Opt level ", this.optLevel),
       h("label.inline", { title: "Run the interpreter after every pass and compare outputs" }, this.numerics, " numerics check"),
-      h("label.inline", { title: "Run relay.build: the pipeline, then LowerTE (kernels and their schedules). Unticked: relay.optimize, the pipeline alone." }, this.build, " build"),
+      h("label.inline", { title: BUILD_TITLE }, this.build, " build"),
       this.details,
       this.runButton, this.cancelButton);
   }
@@ -73,6 +74,20 @@ export class OptionsPane extends Pane {
     else this.disabled.add(name);
   }
 
+  /**
+   * A session with symbolic input dimensions cannot be built until they are pinned: the
+   * build box is cleared and locked (the saved choice is kept for other sessions).
+   * @param {boolean} symbolic
+   */
+  setSymbolic(symbolic) {
+    this.symbolic = symbolic;
+    this.build.disabled = symbolic;
+    this.build.checked = symbolic ? false : loadSaved().build;
+    this.build.parentElement.title = symbolic
+      ? "relay.build needs static input shapes: pin the symbolic dimensions first"
+      : BUILD_TITLE;
+  }
+
   options() {
     const opts = {
       ...defaultRunOptions(),
@@ -81,7 +96,8 @@ export class OptionsPane extends Pane {
       build: this.build.checked,
       disabled_pass: [...this.disabled],
     };
-    localStorage.setItem(STORAGE_KEY, JSON.stringify(opts));
+    const saved = this.symbolic ? { ...opts, build: loadSaved().build } : opts;
+    localStorage.setItem(STORAGE_KEY, JSON.stringify(saved));
     return opts;
   }
 

@@ -104,6 +104,7 @@ class OnnxImporter:
         self.warnings: list[str] = []
         self.layers: list[dict[str, Any]] = []
         self.unavailable: dict[str, str] = {}  # optional outputs a converter does not make
+        self.symbols: dict[str, list[str]] = {}  # an input's dim_param names ("" if unnamed)
 
     # --- lookups converters use -----------------------------------------------------------
     def shape_of(self, name: str, expr: Expr) -> tuple[int | None, ...] | None:
@@ -186,6 +187,7 @@ class OnnxImporter:
             else:
                 dims = [d.dim_value if d.HasField("dim_value") else AnyDim()
                         for d in info.type.tensor_type.shape.dim]
+                self.symbols[info.name] = [d.dim_param for d in info.type.tensor_type.shape.dim]
             check_elements(dims, f"input {info.name!r}")
             var = relay.var(info.name, shape=dims, dtype=self._input_dtype(info))
             self.inputs[info.name] = var
@@ -275,8 +277,10 @@ class OnnxImporter:
     def _tensor_entry(self, var: Var) -> dict[str, Any]:
         ty = var.type_annotation
         assert isinstance(ty, TensorType)
-        return res.tensor_entry(var.name_hint, [d if isinstance(d, int) else -1 for d in ty.shape],
-                                ty.dtype)
+        symbols = self.symbols.get(var.name_hint, [])
+        dims = [d if isinstance(d, int) else (symbols[i] if i < len(symbols) else "?")
+                for i, d in enumerate(ty.shape)]
+        return res.tensor_entry(var.name_hint, dims, ty.dtype)
 
     def _output_entry(self, info: onnx.ValueInfoProto) -> dict[str, Any]:
         shape, dtype = self.info.get(info.name, (None, None))
