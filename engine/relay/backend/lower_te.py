@@ -20,7 +20,7 @@ from engine.ir.expr import Call, Expr, Function, GlobalVar
 from engine.ir.module import IRModule
 from engine.ir.op import Op
 from engine.ir.traversal import post_order_visit
-from engine.ir.type import AnyDim, TensorType
+from engine.ir.type import AnyDim, TensorType, TupleType, Type
 from engine.ir.vars import free_vars
 from engine.relay.backend.te_compiler import LoweredFunc, LowerError, lower_primitive
 from engine.relay.expr_functor import ExprMutator
@@ -37,11 +37,15 @@ def lowered_funcs(mod: IRModule) -> dict[str, LoweredFunc]:
     return dict(mod.attrs.get(LOWERED_FUNCS) or {})
 
 
-def _dyn_calls(func: Function) -> list[Call]:
+def _op_calls(func: Function) -> list[Call]:
     found: list[Call] = []
     post_order_visit(func.body, lambda e: found.append(e) if isinstance(e, Call) and isinstance(
-        e.op, Op) and e.op.name.startswith("dyn.") else None)
+        e.op, Op) else None)
     return found
+
+
+def _dyn_calls(func: Function) -> list[Call]:
+    return [c for c in _op_calls(func) if isinstance(c.op, Op) and c.op.name.startswith("dyn.")]
 
 
 def check_no_dyn(call: Call, func: Function) -> None:
@@ -80,6 +84,38 @@ def check_static_inputs(mod: IRModule) -> None:
                          f"run time: pin {names} (the frontend's shape={{name: [dims]}})")
 
 
+def _is_static(ty: Type) -> bool:
+    if isinstance(ty, TupleType):
+        return all(_is_static(f) for f in ty.fields)
+    return not isinstance(ty, TensorType) or ty.is_static
+
+
+def check_data_dependent(func: Function) -> None:
+    """An op whose output shape has `?` dims though its operands' shapes are static sizes
+    its output by the values it reads (argwhere, unique, NMS...): name it and say why."""
+    for call in _op_calls(func):
+        if _is_static(call.checked_type) or not all(_is_static(a.checked_type)
+                                                    for a in call.args):
+            continue
+        assert isinstance(call.op, Op)
+        raise LowerError(f"{call.op.name}: its output shape {call.checked_type} depends on "
+                         "the values of its inputs (a data-dependent shape); the graph build "
+                         "needs static shapes: evaluate the module with the interpreter, or "
+                         "bind the inputs to constants (params) so FoldConstant computes it")
+
+
+def check_static(main: Function) -> None:
+    """Refuse, before any kernel is lowered, the first fused call (in dataflow order) whose
+    shapes are only known at run time, naming the op and why."""
+    calls: list[Call] = []
+    post_order_visit(main.body, lambda e: calls.append(e) if isinstance(e, Call) and isinstance(
+        e.op, Function) and e.op.is_primitive() else None)
+    for call in calls:
+        assert isinstance(call.op, Function)
+        check_no_dyn(call, call.op)
+        check_data_dependent(call.op)
+
+
 class _Lowerer(ExprMutator):
     """Replaces each call of a Primitive function by a call of its global kernel."""
 
@@ -95,7 +131,6 @@ class _Lowerer(ExprMutator):
         func = call.op
         if not (isinstance(func, Function) and func.is_primitive()):
             return super().visit_call(call)
-        check_no_dyn(call, func)
         args = tuple(self.visit(arg) for arg in call.args)
         return replace(call, op=self._kernel(func), args=args)
 
@@ -125,6 +160,7 @@ class _Lowerer(ExprMutator):
 def lower_te(mod: IRModule, target: str) -> IRModule:
     """@main with every fused call lowered (see module docstring); typed."""
     check_static_inputs(mod)
+    check_static(mod["main"])
     lowerer = _Lowerer(target, {gv.name_hint for gv in mod.get_global_vars()})
     main = lowerer.visit(mod["main"])
     if not lowerer.kernels:

@@ -18,6 +18,7 @@ from engine.ir.expr import Call, Constant, Expr, Function
 from engine.ir.module import IRModule
 from engine.relay.op.dyn.transform import onnx_newshape
 from engine.relay.op.image.resize import onnx_plan
+from engine.relay.op.nn.crop_pad import crop_pad
 from engine.relay.transform._rewrite import (
     CallRewriter,
     ensure_typed,
@@ -125,14 +126,12 @@ def _scan(call: Call, values: Values) -> Expr | None:
 
 
 def _pad(call: Call, values: Values) -> Expr | None:
-    import engine.relay as relay
-
     widths = np.asarray(values[0]).reshape(-1, 2)
     mode = call.attrs.get("pad_mode", "constant")
-    if (widths < 0).any() or mode not in ("constant", "edge", "reflect"):
-        return None  # cropping and wrap exist only as dyn.nn.pad
-    return relay.nn.pad(call.args[0], [tuple(int(v) for v in w) for w in widths],
-                        call.args[2], mode)
+    shape = static_shape(call.args[0])
+    if mode not in ("constant", "edge", "reflect") or ((widths < 0).any() and shape is None):
+        return None  # wrap exists only as dyn.nn.pad; a crop needs the static shape
+    return crop_pad(call.args[0], shape, widths, call.args[2], mode)
 
 
 def _resize(call: Call, values: Values) -> Expr | None:
@@ -167,6 +166,14 @@ def _reduce(call: Call, values: Values) -> Expr | None:
               keepdims=bool(call.attrs.get("keepdims", True)))
 
 
+def _col2im(call: Call, values: Values) -> Expr:
+    import engine.relay as relay
+
+    image, block = (_ints(v) for v in values)
+    return relay.nn.col2im(call.args[0], image, block, call.attrs["dilations"],
+                           call.attrs["pads"], call.attrs["strides"])
+
+
 def _simple(static: Callable[..., Expr], *keys: str) -> Builder:
     """dyn op -> static op taking the data operand, its operands as int lists, and attrs."""
     def build(call: Call, values: Values) -> Expr:
@@ -196,6 +203,7 @@ def _builders() -> dict[str, tuple[tuple[int, ...], Builder]]:
         "dyn.topk": ((1,), _topk), "dyn.one_hot": ((3,), one_hot), "dyn.trilu": ((1,), _trilu),
         "dyn.cumsum": ((1,), _scan), "dyn.cumprod": ((1,), _scan),
         "dyn.nn.pad": ((1,), _pad), "dyn.image.resize2d": ((1, 2), _resize),
+        "dyn.nn.col2im": ((1, 2), _col2im),
     }
     for name in ("sum", "mean", "max", "min", "prod"):
         table[f"dyn.{name}"] = ((1,), _reduce)

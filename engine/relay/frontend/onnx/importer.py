@@ -28,6 +28,8 @@ from engine.relay.frontend.common import (
 from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     activation,
     attention,
+    classic,
+    datadep,
     elemwise,
     image_ops,
     indexing,

@@ -1,9 +1,13 @@
 """`dyn.nn.pad(data, pad_width, pad_value)` (TVM's): `pad_width` is an int tensor of shape
-(rank, 2), (before, after) per axis, known at run time. Negative widths crop (ONNX Pad)."""
+(rank, 2), (before, after) per axis, known at run time. Negative widths crop (ONNX Pad).
+
+`dyn.nn.col2im(data, image_shape, block_shape)`: nn.col2im with the image and block shapes
+known at run time (ONNX Col2Im's operands); the channel and spatial dims are `?`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -11,7 +15,8 @@ from engine.ir.attrs import Attrs
 from engine.ir.expr import Call, Expr
 from engine.ir.type import AnyDim, TensorType, Type
 from engine.relay.op._typing import check_arity, tensor_arg
-from engine.relay.op.dyn._common import check_scalar
+from engine.relay.op.dyn._common import check_scalar, int_values, static_length
+from engine.relay.op.nn.col2im import COL2IM_KEY, col2im_values
 from engine.relay.op.op import OPAQUE, TypeRelationError, define_op, make_call
 
 PAD_MODES = ("constant", "edge", "reflect", "wrap")
@@ -53,4 +58,31 @@ def pad(data: Expr, pad_width: Expr, pad_value: Expr, pad_mode: str = "constant"
                      "relay.attrs.PadAttrs")
 
 
-__all__ = ["pad"]
+def _col2im_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    check_arity(arg_types, 3)
+    data = tensor_arg(arg_types, 0)
+    nd = static_length(arg_types, 1, "image_shape")
+    if static_length(arg_types, 2, "block_shape") != nd:
+        raise TypeRelationError("block_shape needs one value per image dim", arg=2,
+                                expected=str(nd), actual=str(arg_types[2]))
+    return TensorType((data.shape[0], *(AnyDim(),) * (nd + 1)), data.dtype)
+
+
+def _col2im_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, image, block = xs
+    return col2im_values(data, int_values(image), int_values(block), attrs.dilations,
+                         attrs.pads, attrs.strides)
+
+
+define_op("dyn.nn.col2im", ("data", "image_shape", "block_shape"), _col2im_rel, OPAQUE,
+          _col2im_compute, attrs_type_key=COL2IM_KEY)
+
+
+def col2im(data: Expr, image_shape: Expr, block_shape: Expr, window: dict[str, Any]) -> Call:
+    """nn.col2im with run-time `image_shape` and `block_shape`; `window` holds its
+    dilations, pads and strides (`nn.col2im.col2im_attrs`)."""
+    return make_call("dyn.nn.col2im", (data, image_shape, block_shape), dict(window),
+                     COL2IM_KEY)
+
+
+__all__ = ["col2im", "pad"]

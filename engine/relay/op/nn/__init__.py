@@ -1,5 +1,6 @@
 """Neural-network ops (TVM's `relay.nn`)."""
 
+from engine.relay.op.nn.col2im import col2im
 from engine.relay.op.nn.conv import conv2d, conv2d_transpose
 from engine.relay.op.nn.conv_nd import conv1d, conv1d_transpose, conv3d, conv3d_transpose
 from engine.relay.op.nn.dense import batch_flatten, batch_matmul, bias_add, dense, matmul
@@ -38,7 +39,7 @@ from engine.relay.op.nn.spatial import depth_to_space, pad, space_to_depth, upsa
 
 __all__ = [
     "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool2d", "batch_flatten", "batch_matmul",
-    "batch_norm", "bias_add", "conv2d", "conv2d_transpose", "dense", "depth_to_space", "dropout",
+    "batch_norm", "bias_add", "col2im", "conv2d", "conv2d_transpose", "dense", "depth_to_space", "dropout",
     "dropout_raw", "global_avg_pool2d", "global_max_pool2d", "layer_norm", "leaky_relu",
     "log_softmax", "lrn", "matmul", "max_pool2d", "pad", "prelu", "relu", "softmax",
     "space_to_depth", "upsampling",
