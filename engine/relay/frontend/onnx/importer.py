@@ -113,7 +113,14 @@ class OnnxImporter:
             return tuple(None if isinstance(d, AnyDim) else int(d)
                          for d in expr.type_annotation.shape)
         shape = self.info.get(name, (None, None))[0]
-        return shape if shape is not None else self._inferred(expr, "shape")
+        if shape is not None and None not in shape:
+            return shape
+        # onnx's inference loses dims that only data propagation through Range, Gather or
+        # Squeeze would give; the converted expression, folded at import, often has them
+        ours = self._inferred(expr, "shape")
+        if shape is None or ours is None or len(ours) != len(shape):
+            return shape if shape is not None else ours
+        return tuple(d if d is not None else o for d, o in zip(shape, ours))
 
     def dtype_of(self, name: str, expr: Expr) -> str:
         if isinstance(expr, Constant):
