@@ -28,9 +28,11 @@ from engine.relay.frontend.common import (
 from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     activation,
     attention,
+    cache_ops,
     elemwise,
     image_ops,
     indexing,
+    linear_attention,
     loss,
     nn,
     norm_ops,
