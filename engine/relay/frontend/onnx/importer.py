@@ -137,11 +137,11 @@ class OnnxImporter:
         return value.numpy() if value is not None else None
 
     def _inferred(self, expr: Expr, what: str) -> Any:
-        """Fallback: the engine's InferType on the expression."""
-        from engine.relay.transform import InferType
+        """Fallback: the engine's type inference on the expression (types stay on the nodes,
+        so each call types only what was converted since the last one)."""
+        from engine.relay.type_infer import TypeInferencer
 
-        mod = InferType()(IRModule.from_expr(expr))
-        ty = mod["main"].body.checked_type
+        ty = TypeInferencer().infer(expr)
         if not isinstance(ty, TensorType):
             return None
         if what == "dtype":
