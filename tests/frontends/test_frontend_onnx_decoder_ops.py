@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from frontend_helpers import assert_close, assert_fully_spanned, run_module
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -13,6 +14,7 @@ from onnx.reference import ReferenceEvaluator
 import engine as tvm
 from engine import relay
 from engine.contrib import graph_executor
+from engine.relay.frontend.common import ConversionError
 from engine.relay.frontend.onnx import import_onnx
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
@@ -74,3 +76,28 @@ def test_a_decode_step_imports_runs_and_builds_like_onnx_reference() -> None:
     for index in range(lib.build_module.num_nodes):
         spans.update(lib.build_module.get_node_info(index)["spans"])
     assert {name.split(".")[0] for name in spans} >= set(LAYERS)
+
+
+def _single(node: onnx.NodeProto, inputs: list[tuple[str, list[int]]],
+            domain: tuple[str, int] | None = None) -> onnx.ModelProto:
+    graph = helper.make_graph([node], "one", [helper.make_tensor_value_info(n, F, s)
+                                              for n, s in inputs],
+                              [helper.make_tensor_value_info(node.output[0], F, None)])
+    opsets = [helper.make_opsetid("", 28)] + ([helper.make_opsetid(*domain)] if domain else [])
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+def test_what_cannot_be_converted_is_named() -> None:
+    qkv = [("q", [1, 2, 8]), ("k", [1, 2, 8]), ("v", [1, 2, 8])]
+    gated = helper.make_node("LinearAttention", ["q", "k", "v"], ["o"], name="la",
+                             q_num_heads=2, kv_num_heads=2, update_rule="gated")
+    with pytest.raises(ConversionError, match="'gated' needs the decay input"):
+        import_onnx(_single(gated, qkv))
+    score = helper.make_graph([helper.make_node("Neg", ["s"], ["t"])], "mod",
+                              [helper.make_tensor_value_info("s", F, None)],
+                              [helper.make_tensor_value_info("t", F, None)])
+    flex = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], name="fa",
+                            domain="ai.onnx.preview", score_mod=score)
+    rank4 = [(n, [1, 2, 3, 4]) for n in "qkv"]
+    with pytest.raises(ConversionError, match="'score_mod' needs sub-graph import"):
+        import_onnx(_single(flex, rank4, ("ai.onnx.preview", 1)))
