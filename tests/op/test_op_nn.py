@@ -60,6 +60,25 @@ def test_conv2d_nhwc_agrees_with_nchw(groups, kernel_layout, run_expr):
                                atol=1e-5)
 
 
+@pytest.mark.parametrize("nd", [1, 2])
+def test_depthwise_conv_sums_half_precision_in_float32(nd, run_expr):
+    """A float16 depthwise conv sums its taps in float32 and rounds once, as numpy's matmul
+    (the other conv paths), BLAS and onnxruntime do; summing in float16 rounds every tap."""
+    x = RNG.uniform(0.5, 1.0, (1, 4) + (8,) * nd).astype("float16")
+    w = RNG.uniform(0.5, 1.0, (4, 1) + (5,) * nd).astype("float16")
+    conv = relay.nn.conv1d if nd == 1 else relay.nn.conv2d
+    call = conv(relay.var("x", shape=x.shape, dtype="float16"),
+                relay.var("w", shape=w.shape, dtype="float16"), groups=4)
+    out = run_expr(call, x=x, w=w)
+    taps = np.lib.stride_tricks.sliding_window_view(x.astype("float64"), w.shape[2:],
+                                                    axis=tuple(range(2, 2 + nd)))
+    axes = tuple(range(-nd, 0))
+    kernel = w[:, 0].astype("float64").reshape((1, 4) + (1,) * nd + w.shape[2:])
+    exact = (taps * kernel).sum(axis=axes)
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, exact.astype("float16"))
+
+
 def test_conv2d_channel_mismatch_is_clear():
     call = relay.nn.conv2d(relay.var("x", shape=(1, 3, 8, 8)),
                            relay.var("w", shape=(4, 5, 3, 3)))

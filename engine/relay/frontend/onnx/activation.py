@@ -1,5 +1,5 @@
 """ONNX activations built from elementwise Relay ops: Softplus, Softsign, HardSwish, Elu,
-Selu, Celu, Mish, ThresholdedRelu, and onnxruntime's com.microsoft Gelu / FastGelu
+Selu, Celu, Mish, ThresholdedRelu, Swish, SwiGLU, and onnxruntime's com.microsoft Gelu / FastGelu
 (what its transformer optimizer and some exporters emit)."""
 
 from __future__ import annotations
@@ -81,6 +81,26 @@ def thresholded_relu(ctx: NodeContext) -> ConvertResult:
     x, c = ctx.input(0), _consts(ctx)
     alpha = float(ctx.attr("alpha", 1.0))
     return relay.where(relay.greater(x, c(alpha)), x, c(0.0))
+
+
+def swish_expr(x: Expr, alpha: float, c: Callable[[float], Expr]) -> Expr:
+    """x sigmoid(alpha x): SiLU for alpha = 1."""
+    gate = relay.sigmoid(x if alpha == 1.0 else relay.multiply(c(alpha), x))
+    return relay.multiply(x, gate)
+
+
+@converter("Swish", since=24)
+def swish(ctx: NodeContext) -> ConvertResult:
+    return swish_expr(ctx.input(0), float(ctx.attr("alpha", 1.0)), _consts(ctx))
+
+
+@converter("SwiGLU", since=28)
+def swiglu(ctx: NodeContext) -> ConvertResult:
+    """Swish_alpha(A) * B; A and B have one shape (the spec allows no broadcasting)."""
+    if ctx.shape(0) != ctx.shape(1):
+        raise ctx.fail(f"A {ctx.shape(0)} and B {ctx.shape(1)} must have one shape")
+    gated = swish_expr(ctx.input(0), float(ctx.attr("alpha", 1.0)), _consts(ctx))
+    return relay.multiply(gated, ctx.input(1))
 
 
 def _with_bias(ctx: NodeContext) -> Expr:

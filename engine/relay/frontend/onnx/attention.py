@@ -6,6 +6,9 @@ softcap, `softmax_precision` and the four `qk_matmul_output_mode`s.
 
 It follows onnx's reference (`onnx/reference/ops/op_attention.py`) step for step, including
 its fully-masked-row guard: a query row whose additive bias is all -inf attends nothing.
+
+ai.onnx.preview's FlexAttention shares the scores, GQA and batched-matmul steps; its softmax
+runs in `softmax_precision` (float32 below 32 bits).
 """
 
 from __future__ import annotations
@@ -211,3 +214,40 @@ def attention(ctx: NodeContext) -> ConvertResult:
     mode = int(ctx.attr("qk_matmul_output_mode", 0))
     qk_out = {2: with_bias, 3: probs}.get(mode, qk)
     return [y, heads.k, heads.v, qk_out]
+
+
+PREVIEW = "ai.onnx.preview"
+
+
+def _softmax_dtype(ctx: NodeContext, dtype: str) -> str:
+    """FlexAttention's softmax type: `softmax_precision`, else float32 below 32 bits."""
+    precision = ctx.attr("softmax_precision")
+    if precision:
+        return onnx_dtype(int(precision))
+    return "float32" if np.dtype(dtype).itemsize < 4 else dtype
+
+
+def _modified(ctx: NodeContext, name: str, x: Expr) -> Expr:
+    """`x` through the graph attribute `name` (score_mod, prob_mod) when the node has one."""
+    if ctx.attr(name) is None:
+        return x
+    raise ctx.fail(f"the graph attribute {name!r} needs sub-graph import, which the ONNX "
+                   "importer does not have yet")
+
+
+@converter(f"{PREVIEW}.FlexAttention")
+def flex_attention(ctx: NodeContext) -> ConvertResult:
+    """softmax(score_mod(Q K^T scale)) -> prob_mod -> @ V on rank-4 inputs, GQA by repeating
+    K/V heads; scores, softmax and the last matmul in the softmax type."""
+    if any(ctx.rank(i) != 4 for i in range(3)):
+        raise ctx.fail("Q, K and V must be rank-4 (batch, heads, seq, head_size)")
+    dtype = ctx.dtype(0)
+    heads = _heads(ctx)
+    compute = _softmax_dtype(ctx, dtype)
+    scores = _modified(ctx, "score_mod", relay.cast(_scores(ctx, heads, dtype), compute))
+    probs = _modified(ctx, "prob_mod", relay.nn.softmax(scores, axis=-1))
+    _, v, _, v_shape = _grouped(heads)
+    batch, q_heads, q_len = heads.q_shape[:3]
+    y = _batched(probs, relay.cast(v, compute), (batch, q_heads, q_len, v_shape[2]), v_shape,
+                 transpose_b=False)
+    return relay.cast(y, dtype)

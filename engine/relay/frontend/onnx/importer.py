@@ -28,11 +28,13 @@ from engine.relay.frontend.common import (
 from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     activation,
     attention,
+    cache_ops,
     classic,
     datadep,
     elemwise,
     image_ops,
     indexing,
+    linear_attention,
     loss,
     nn,
     norm_ops,
@@ -116,7 +118,14 @@ class OnnxImporter:
             return tuple(None if isinstance(d, AnyDim) else int(d)
                          for d in expr.type_annotation.shape)
         shape = self.info.get(name, (None, None))[0]
-        return shape if shape is not None else self._inferred(expr, "shape")
+        if shape is not None and None not in shape:
+            return shape
+        # onnx's inference loses dims that only data propagation through Range, Gather or
+        # Squeeze would give; the converted expression, folded at import, often has them
+        ours = self._inferred(expr, "shape")
+        if shape is None or ours is None or len(ours) != len(shape):
+            return shape if shape is not None else ours
+        return tuple(d if d is not None else o for d, o in zip(shape, ours))
 
     def dtype_of(self, name: str, expr: Expr) -> str:
         if isinstance(expr, Constant):
@@ -131,11 +140,11 @@ class OnnxImporter:
         return value.numpy() if value is not None else None
 
     def _inferred(self, expr: Expr, what: str) -> Any:
-        """Fallback: the engine's InferType on the expression."""
-        from engine.relay.transform import InferType
+        """Fallback: the engine's type inference on the expression (types stay on the nodes,
+        so each call types only what was converted since the last one)."""
+        from engine.relay.type_infer import TypeInferencer
 
-        mod = InferType()(IRModule.from_expr(expr))
-        ty = mod["main"].body.checked_type
+        ty = TypeInferencer().infer(expr)
         if not isinstance(ty, TensorType):
             return None
         if what == "dtype":

@@ -25,6 +25,13 @@ def canonical_kernel(nd: int, transposed: bool = False) -> str:
     return ("IO" if transposed else "OI") + SPATIAL[nd]
 
 
+def accumulator_dtype(*arrays: np.ndarray) -> np.dtype:
+    """The dtype a multiply-add loop sums in: float32 for half-precision operands, as numpy's
+    matmul, BLAS and onnxruntime's kernels sum them; otherwise the operands' result type."""
+    dtype = np.result_type(*arrays)
+    return np.dtype("float32") if dtype.kind == "f" and dtype.itemsize < 4 else dtype
+
+
 def ntuple(value: Any, nd: int, what: str = "value") -> tuple[int, ...]:
     """`nd` ints from one int or a sequence of 1 or `nd` ints."""
     if isinstance(value, (int, np.integer)):

@@ -22,6 +22,7 @@ from engine.relay.op.nn._layout import (
     pair_or_none,
     to_canonical,
 )
+from engine.relay.op.nn._nd import accumulator_dtype
 from engine.relay.op.op import OUT_ELEMWISE_FUSABLE, TypeRelationError, define_op, make_call
 
 CONV2D_KEY = "relay.attrs.Conv2DAttrs"
@@ -109,8 +110,9 @@ def _depthwise(win: np.ndarray, w: np.ndarray, n: int, c: int, o: int, oh: int, 
     """Depthwise conv: one multiply-add over the whole tensor per kernel tap."""
     mult = o // c
     kh, kw = w.shape[2], w.shape[3]
-    wk = w.reshape(c, mult, kh, kw)
-    acc = np.zeros((n, c, mult, oh, ow), dtype=np.result_type(win.dtype, w.dtype))
+    dtype = accumulator_dtype(win, w)
+    win, wk = win.astype(dtype, copy=False), w.reshape(c, mult, kh, kw).astype(dtype, copy=False)
+    acc = np.zeros((n, c, mult, oh, ow), dtype=dtype)
     for i in range(kh):
         for j in range(kw):
             acc += win[:, :, None, i, j] * wk[None, :, :, i, j, None, None]

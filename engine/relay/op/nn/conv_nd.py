@@ -18,6 +18,7 @@ from engine.ir.type import Dim, TensorType, Type
 from engine.relay.op._typing import check_arity, check_dim, is_any, tensor_arg, type_str
 from engine.relay.op.nn._layout import check_positive, dims, from_canonical, to_canonical
 from engine.relay.op.nn._nd import (
+    accumulator_dtype,
     canonical_data,
     canonical_kernel,
     ntuple,
@@ -61,8 +62,9 @@ def _depthwise_nd(xp: np.ndarray, w: np.ndarray, out: Sequence[int], strides: Se
     n, c = xp.shape[:2]
     o = w.shape[0]
     mult = o // c
-    wk = w.reshape(c, mult, *w.shape[2:])
-    acc = np.zeros((n, c, mult, *out), dtype=np.result_type(xp.dtype, w.dtype))
+    dtype = accumulator_dtype(xp, w)
+    xp, wk = xp.astype(dtype, copy=False), w.reshape(c, mult, *w.shape[2:]).astype(dtype, copy=False)
+    acc = np.zeros((n, c, mult, *out), dtype=dtype)
     lone: tuple[Any, ...] = (None,) * len(out)
     lead: tuple[Any, ...] = (slice(None), slice(None))
     for tap in taps(w.shape[2:]):
@@ -85,7 +87,7 @@ def conv_transpose_nd_ncx(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     xg = x.reshape(n, groups, cg, prod(size))
     wg = w.reshape(groups, cg, og * prod(kernel)).transpose(0, 2, 1)
     cols = np.matmul(wg, xg).reshape(n, groups, og, *kernel, *size)
-    out = np.zeros((n, groups, og, *full), dtype=np.result_type(x.dtype, w.dtype))
+    out = np.zeros((n, groups, og, *full), dtype=accumulator_dtype(x, w))
     lead = (slice(None),) * 3
     for tap in taps(kernel):
         out[lead + tap_slices(tap, size, strides, dilation)] += cols[lead + tap]
