@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any as _Any
 
 import numpy as np
 
+from engine.ir.dtype import dtype_name
 from engine.ir.text import type_text
 
 
@@ -51,21 +51,6 @@ def _dim(value: _Any) -> Dim:
     raise TypeError(f"a tensor dimension must be an int or relay.Any(), got {value!r}")
 
 
-_DTYPE_NAMES: dict[_Any, str] = {"bool": "bool"}
-
-
-def _dtype_name(dtype: _Any) -> str:
-    """The canonical name of a dtype ("float32", "int64", ...), memoized: types are built
-    for every expression of every pass, and numpy's dtype parsing is slow."""
-    try:
-        return _DTYPE_NAMES[dtype]
-    except (KeyError, TypeError):
-        name = str(np.dtype(dtype))
-        with contextlib.suppress(TypeError):  # an unhashable dtype-like is not memoized
-            _DTYPE_NAMES[dtype] = name
-        return name
-
-
 @dataclass(frozen=True, slots=True)
 class Type:
     """Base of all Relay types."""
@@ -78,7 +63,7 @@ class TensorType(Type):
 
     def __init__(self, shape: Iterable[_Any] = (), dtype: str = "float32") -> None:
         object.__setattr__(self, "shape", tuple(_dim(d) for d in shape))
-        object.__setattr__(self, "dtype", _dtype_name(dtype))
+        object.__setattr__(self, "dtype", dtype_name(dtype))
 
     @property
     def ndim(self) -> int:

@@ -7,10 +7,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from engine.ir.attrs import Attrs
+from engine.ir.dtype import bit_width
 from engine.ir.expr import Call, Expr
 from engine.ir.type import TensorType, Type
-from engine.relay.op._typing import check_arity, tensor_arg
-from engine.relay.op.op import ELEMWISE, define_op, make_call
+from engine.relay.op._typing import check_arity, tensor_arg, type_str
+from engine.relay.op.op import ELEMWISE, OPAQUE, TypeRelationError, define_op, make_call
 
 
 def identity_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -163,9 +164,41 @@ def cast_like(data: Expr, dtype_like: Expr) -> Call:
     return make_call("cast_like", (data, dtype_like))
 
 
+# --- reinterpret ------------------------------------------------------------------------
+def _reinterpret_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    check_arity(arg_types, 1)
+    data = tensor_arg(arg_types, 0)
+    if bit_width(data.dtype) != bit_width(attrs.dtype):
+        raise TypeRelationError(f"cannot be reinterpreted as {attrs.dtype}", arg=0,
+                                expected=f"a {bit_width(attrs.dtype)}-bit dtype",
+                                actual=type_str(data))
+    return TensorType(data.shape, attrs.dtype)
+
+
+def _reinterpret_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    """The same bits read as `dtype`. Sub-byte values sit one per byte in the low bits, so
+    their bits are masked into a fresh byte; a bool is 0 or 1, whatever byte it came from."""
+    x, dtype = np.asarray(xs[0], order="C"), np.dtype(attrs.dtype)
+    if dtype == np.bool_:
+        return x.view(np.uint8) != 0
+    width = bit_width(dtype)
+    if width < 8:
+        return (x.view(np.uint8) & np.uint8((1 << width) - 1)).view(dtype)
+    return x.view(dtype)
+
+
+define_op("reinterpret", ("data",), _reinterpret_rel, OPAQUE, _reinterpret_compute,
+          attrs_type_key="relay.attrs.CastAttrs")
+
+
+def reinterpret(data: Expr, dtype: str) -> Call:
+    """The bits of `data` read as `dtype` of the same bit width (TVM's relay.reinterpret)."""
+    return make_call("reinterpret", (data,), {"dtype": str(dtype)}, "relay.attrs.CastAttrs")
+
+
 __all__ = [
     "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitwise_not", "cast", "cast_like",
     "ceil", "clip", "copy", "cos", "cosh", "erf", "exp", "floor", "isfinite", "isinf", "isnan",
-    "log", "log10", "log2", "negative", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt",
-    "tan", "tanh", "trunc",
+    "log", "log10", "log2", "negative", "reinterpret", "round", "rsqrt", "sigmoid", "sign",
+    "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
 ]

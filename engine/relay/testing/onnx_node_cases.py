@@ -5,7 +5,8 @@ The installed onnx package defines its node cases in code
 computed by onnx). Generating them takes seconds, so `node_cases()` writes them once to a
 cache folder (`model.onnx`, `input_<i>.pb`, `output_<i>.pb` per case, an `index.json`), keyed by the onnx
 version, and later runs read the files. `run_case(case)` imports, evaluates and compares
-(rtol 1e-3, atol 1e-5 for floats; exact for integers and booleans) and returns an
+(rtol 1e-3, atol 1e-5 for floats; exact for integers, booleans and, by value, the
+low-precision floats: bfloat16, float8, float4) and returns an
 `Outcome` whose `reason` is a short, stable-ish text when the case fails.
 """
 
@@ -22,6 +23,8 @@ from typing import Any
 
 import numpy as np
 import onnx
+
+from engine.ir.dtype import is_low_precision_float
 
 RTOL, ATOL = 1e-3, 1e-5
 CACHE_ENV = "IR_EXPLORER_CACHE"
@@ -137,6 +140,12 @@ def compare(expected: np.ndarray, actual: Any) -> str:
         return f"shape {list(actual.shape)} != expected {list(expected.shape)}"
     if actual.dtype != expected.dtype:
         return f"dtype {actual.dtype} != expected {expected.dtype}"
+    if is_low_precision_float(expected.dtype):
+        # bfloat16, float8, float4: a value is exactly right or a rounding is wrong
+        if not np.array_equal(actual.astype(np.float32), expected.astype(np.float32),
+                              equal_nan=True):
+            return "values differ (exact compare)"
+        return ""
     if expected.dtype.kind in "fc":
         ok = np.isclose(actual, expected, rtol=RTOL, atol=ATOL, equal_nan=True)
         if not ok.all():

@@ -1,5 +1,5 @@
 """ONNX elementwise ops: unary math, broadcasting binaries, comparisons, bitwise ops,
-variadics, Mod, Clip, Where, Cast, CastLike, IsInf, Identity."""
+variadics, Mod, Clip, Where, IsInf, Identity."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import numpy as np
 import engine.relay as relay
 from engine.ir.expr import Expr
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
-from engine.relay.frontend.onnx.util import onnx_dtype
 
 _UNARY = {
     "Sqrt": "sqrt", "Exp": "exp", "Log": "log", "Neg": "negative", "Abs": "abs",
@@ -102,16 +101,6 @@ def clip(ctx: NodeContext) -> ConvertResult:
 @converter("Where")
 def where(ctx: NodeContext) -> ConvertResult:
     return relay.where(ctx.input(0), ctx.input(1), ctx.input(2))
-
-
-@converter("Cast")
-def cast(ctx: NodeContext) -> ConvertResult:
-    return relay.cast(ctx.input(0), onnx_dtype(int(ctx.attr("to"))))
-
-
-@converter("CastLike", since=15)
-def cast_like(ctx: NodeContext) -> ConvertResult:
-    return relay.cast_like(ctx.input(0), ctx.input(1))
 
 
 @converter("Mod", since=10)

@@ -29,6 +29,7 @@ from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     activation,
     attention,
     cache_ops,
+    cast,
     classic,
     datadep,
     elemwise,
