@@ -45,6 +45,11 @@ def is_float(dtype: Any) -> bool:
     return np.issubdtype(np.dtype(dtype), np.floating) or is_low_precision_float(dtype)
 
 
+def is_inexact(dtype: Any) -> bool:
+    """Floats (ml_dtypes' included) and complex: the types whose values may be NaN."""
+    return np.dtype(dtype).kind == "c" or is_float(dtype)
+
+
 def finfo(dtype: Any) -> Any:
     """`np.finfo` for every float type, ml_dtypes' included."""
     return ml_dtypes.finfo(np.dtype(dtype))  # type: ignore[no-untyped-call]

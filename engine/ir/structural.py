@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from engine.ir.attrs import Attrs
+from engine.ir.dtype import is_inexact
 from engine.ir.errors import StructuralMismatchError
 from engine.ir.expr import (
     Call,
@@ -174,7 +175,7 @@ def _eq_constant(c: _EqualChecker, a: Constant, b: Constant, path: _Path, stack:
     x, y = a.data.numpy(), b.data.numpy()
     if x.dtype != y.dtype or x.shape != y.shape:
         return c.fail(path, a, b, f"constant {x.shape}/{x.dtype} vs {y.shape}/{y.dtype}")
-    if x is y or np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"):
+    if x is y or np.array_equal(x, y, equal_nan=is_inexact(x.dtype)):
         return True
     return c.fail(path, a, b, "constant values differ")
 

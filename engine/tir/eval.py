@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.ir.dtype import is_low_precision_float
 from engine.tir import expr as E
 from engine.tir import stmt as S
 from engine.tir.errors import EvalError
@@ -48,6 +49,9 @@ def _int_cast(bits: int, signed: bool) -> Callable[[Any], int]:
 def _caster(dtype: str) -> Callable[[Any], Any]:
     if dtype == "bool":
         return bool
+    if is_low_precision_float(dtype):  # a float8 value is rounded, not carried exactly
+        scalar = np.dtype(dtype).type
+        return lambda v: float(scalar(v))
     if E.is_float(dtype):
         return float
     bits = int("".join(ch for ch in dtype if ch.isdigit()) or "32")

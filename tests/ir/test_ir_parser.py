@@ -3,6 +3,7 @@ program kind, the metadata section, and located parse errors."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -155,10 +156,27 @@ def test_scalar_constants(value: np.generic) -> None:
     np.arange(6, dtype="int64").reshape(2, 3) - 3, np.array([[0.1, 65504]], "float16"),
     np.zeros((0, 3), "float32"), np.array([1.0, np.nan, -np.inf]), np.arange(4, dtype="uint8"),
     np.array([[1 + 2j]], "complex64"), np.array(1 + 2j, "complex128"),
+    np.array([0.5, -448, np.nan], ml_dtypes.float8_e4m3fn), np.array([1.5, -2], "bfloat16"),
+    np.array([[-8, 7, -1]], ml_dtypes.int4), np.array([-6, 0.5], ml_dtypes.float4_e2m1fn),
+    np.array(3, ml_dtypes.uint2), np.array([2**-127, 1.0], ml_dtypes.float8_e8m0fnu),
 ])
 def test_tensor_constants_through_metadata(array: np.ndarray) -> None:
     const = relay.Constant(array, span=layer_span("w"))
-    round_trip(module(lambda x: relay.Tuple([x, const, const])))
+    back = round_trip(module(lambda x: relay.Tuple([x, const, const])))
+    data = back["main"].body.fields[1].data.numpy()
+    assert data.dtype == array.dtype
+    assert data.tobytes() == array.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float8_e4m3fnuz",
+                                   "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                                   "float4_e2m1fn", "int4", "uint4", "int2", "uint2"])
+def test_low_precision_dtypes_in_types(dtype: str) -> None:
+    assert parse_type(f"Tensor[(2, 3), {dtype}]") == TensorType((2, 3), dtype)
+    x, y = relay.var("x", shape=(2, 3), dtype=dtype), relay.var("y", shape=(2, 3))
+    mod = IRModule.from_expr(relay.Function([x, y], relay.Tuple([x, relay.cast(y, dtype)])))
+    assert f"Tensor[(2, 3), {dtype}]" in astext(mod)
+    round_trip(mod)
 
 
 def test_spans_single_sequential_quoted_positions() -> None:

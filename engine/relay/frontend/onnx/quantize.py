@@ -1,17 +1,20 @@
 """ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear with their float
 semantics (per tensor, per axis and blocked), composed from Relay ops. The integer QNN
-dialect (TVM's `qnn.quantize`) is a later step; 8- and 16-bit integer types are covered,
-sub-byte and float8 types are not."""
+dialect (TVM's `qnn.quantize`) is a later step. Quantized types: 8-, 16-, 4- and 2-bit
+integers (int4 and int2 are ml_dtypes' types, one value per byte), float8 (saturating as
+Cast does, `saturate` attribute) and float4_e2m1fn."""
 
 from __future__ import annotations
 
 import engine.relay as relay
+from engine.ir.dtype import FLOAT8_WITH_FINITE_MAX, iinfo, is_float
 from engine.ir.expr import Expr
+from engine.relay.frontend.onnx.cast import cast_to
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 from engine.relay.frontend.onnx.util import norm_axis, onnx_dtype
 
-INT_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535),
-              "int16": (-32768, 32767)}
+QUANT_INTS = ("uint8", "int8", "uint16", "int16", "uint4", "int4", "uint2", "int2")
+QUANT_FLOATS = (*FLOAT8_WITH_FINITE_MAX, "float4_e2m1fn")
 
 
 def _broadcastable(ctx: NodeContext, index: int) -> Expr:
@@ -39,41 +42,59 @@ def _quantized_dtype(ctx: NodeContext) -> str:
     return onnx_dtype(output_dtype) if output_dtype else "uint8"
 
 
-def _quantize(x: Expr, scale: Expr, zero_point: Expr | None, dtype: str) -> Expr:
-    low, high = INT_RANGES[dtype]
-    q = relay.cast(relay.round(relay.divide(x, scale)), "int32")
+def _quantize(x: Expr, scale: Expr, zero_point: Expr | None, src: str, dtype: str,
+              saturate: bool = True) -> Expr:
+    """saturate(round(x / scale) + zero_point) for an integer `dtype`; for a float one the
+    quotient plus the zero point is cast (rounding to nearest even, saturating as Cast)."""
+    scaled = relay.divide(x, scale)
+    if dtype in QUANT_FLOATS:
+        if zero_point is not None:
+            scaled = relay.add(scaled, relay.cast(zero_point, src))
+        return cast_to(scaled, src, dtype, saturate)
+    info = iinfo(dtype)
+    q = relay.cast(relay.round(scaled), "int32")
     if zero_point is not None:
         q = relay.add(q, relay.cast(zero_point, "int32"))
-    return relay.cast(relay.clip(q, low, high), dtype)
+    return relay.cast(relay.clip(q, int(info.min), int(info.max)), dtype)
 
 
 @converter("QuantizeLinear", since=10)
 def quantize_linear(ctx: NodeContext) -> ConvertResult:
     dtype = _quantized_dtype(ctx)
-    if dtype not in INT_RANGES:
-        raise ctx.fail(f"quantizing to {dtype} is not supported (8- and 16-bit integers are)")
+    if dtype not in QUANT_INTS and dtype not in QUANT_FLOATS:
+        raise ctx.fail(f"quantizing to {dtype} is not supported (8-, 16-, 4- and 2-bit "
+                       "integers, float8 and float4_e2m1fn are)")
     x, scale = ctx.input(0), _broadcastable(ctx, 1)
     precision = int(ctx.attr("precision", 0))
-    if precision:
-        x, scale = relay.cast(x, onnx_dtype(precision)), relay.cast(scale, onnx_dtype(precision))
-    elif ctx.dtype(1) != ctx.dtype(0):
-        scale = relay.cast(scale, ctx.dtype(0))
+    src = onnx_dtype(precision) if precision else ctx.dtype(0)
+    if not is_float(src):  # an int32 input is divided in the scale's type
+        src = ctx.dtype(1)
+    if ctx.dtype(0) != src:
+        x = relay.cast(x, src)
+    if ctx.dtype(1) != src:
+        scale = relay.cast(scale, src)
     zero_point = _broadcastable(ctx, 2) if ctx.has(2) else None
-    return _quantize(x, scale, zero_point, dtype)
+    return _quantize(x, scale, zero_point, src, dtype, bool(ctx.attr("saturate", 1)))
 
 
 @converter("DequantizeLinear", since=10)
 def dequantize_linear(ctx: NodeContext) -> ConvertResult:
-    if ctx.dtype(0) not in INT_RANGES and ctx.dtype(0) != "int32":
-        raise ctx.fail(f"dequantizing {ctx.dtype(0)} is not supported (8-, 16- and 32-bit "
-                       "integers are)")
+    """(x - zero_point) * scale: the difference exact (in int32, or float32 for a float
+    `x`), the product in the output type."""
+    src = ctx.dtype(0)
+    if src not in QUANT_INTS and src not in QUANT_FLOATS and src != "int32":
+        raise ctx.fail(f"dequantizing {src} is not supported (8-, 16-, 32-, 4- and 2-bit "
+                       "integers, float8 and float4_e2m1fn are)")
     out_dtype = int(ctx.attr("output_dtype", 0))
     dtype = onnx_dtype(out_dtype) if out_dtype else ctx.dtype(1)
-    x = relay.cast(ctx.input(0), "int32")
+    wide = "float32" if src in QUANT_FLOATS else "int32"
+    x = relay.cast(ctx.input(0), wide)
     if ctx.has(2):
-        x = relay.subtract(x, relay.cast(_broadcastable(ctx, 2), "int32"))
+        x = relay.subtract(x, relay.cast(_broadcastable(ctx, 2), wide))
     scale = _broadcastable(ctx, 1)
-    return relay.cast(relay.multiply(relay.cast(x, ctx.dtype(1)), scale), dtype)
+    if ctx.dtype(1) != dtype:
+        scale = relay.cast(scale, dtype)
+    return relay.multiply(relay.cast(x, dtype), scale)
 
 
 @converter("DynamicQuantizeLinear", since=11)
@@ -87,5 +108,5 @@ def dynamic_quantize_linear(ctx: NodeContext) -> ConvertResult:
     scale = relay.divide(relay.subtract(high, low), relay.const(255.0, dtype))
     zp_float = relay.clip(relay.round(relay.divide(relay.negative(low), scale)), 0.0, 255.0)
     zero_point = relay.cast(zp_float, "uint8")
-    return [_quantize(x, scale, zero_point, "uint8"), scale, zero_point]
+    return [_quantize(x, scale, zero_point, dtype, "uint8"), scale, zero_point]
 
