@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.ir.dtype import finfo, iinfo
 from engine.tir.errors import TIRError
 from engine.tir.expr import (
     And,
@@ -204,15 +205,15 @@ def any(*conds: Any) -> PrimExpr:
 
 def max_value(dtype: str) -> PrimExpr:
     if is_float(dtype):
-        return make_const(float(np.finfo(np.dtype(dtype)).max), dtype)
+        return make_const(float(finfo(dtype).max), dtype)
     if dtype == "bool":
         return make_const(True, dtype)
-    return make_const(int(np.iinfo(np.dtype(dtype)).max), dtype)
+    return make_const(int(iinfo(dtype).max), dtype)
 
 
 def min_value(dtype: str) -> PrimExpr:
     if is_float(dtype):
-        return make_const(float(np.finfo(np.dtype(dtype)).min), dtype)
+        return make_const(float(finfo(dtype).min), dtype)
     if dtype == "bool":
         return make_const(False, dtype)
-    return make_const(int(np.iinfo(np.dtype(dtype)).min), dtype)
+    return make_const(int(iinfo(dtype).min), dtype)

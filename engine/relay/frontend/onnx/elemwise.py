@@ -9,6 +9,7 @@ from functools import reduce
 import numpy as np
 
 import engine.relay as relay
+from engine.ir.dtype import finfo, iinfo, is_float
 from engine.ir.expr import Expr
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 
@@ -86,8 +87,7 @@ def clip(ctx: NodeContext) -> ConvertResult:
     low, high = _clip_bounds(ctx)
     x = ctx.input(0)
     if not isinstance(low, Expr) and not isinstance(high, Expr):
-        info = np.finfo if np.issubdtype(np.dtype(ctx.dtype(0)), np.floating) else np.iinfo
-        limits = info(np.dtype(ctx.dtype(0)))
+        limits = (finfo if is_float(ctx.dtype(0)) else iinfo)(ctx.dtype(0))
         return relay.clip(x, float(limits.min) if low is None else float(low),
                           float(limits.max) if high is None else float(high))
     dtype = ctx.dtype(0)
