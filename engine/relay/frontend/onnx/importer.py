@@ -36,6 +36,7 @@ from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     norm_ops,
     quantize,
     reduce,
+    rnn,
     rotary,
     scatter,
     tensor,
