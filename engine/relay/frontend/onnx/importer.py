@@ -39,6 +39,7 @@ from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     rnn,
     rotary,
     scatter,
+    signal,
     tensor,
 )
 from engine.relay.frontend.onnx.fold import fold_node
