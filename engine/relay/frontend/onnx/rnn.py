@@ -10,9 +10,8 @@ initial_c; LSTM peepholes and input_forget; clip; the activations list with
 activation_alpha / activation_beta (consumed in order by the activations that take them);
 GRU's linear_before_reset; every optional output (Y, Y_h, Y_c).
 
-Not covered: a sequence length or batch size known only at run time (the recurrence is
-unrolled at import time, and the zero initial state needs the batch): pin the input shape
-with `shape={...}`.
+Not covered: a sequence length known only at run time (the recurrence is unrolled at
+import time): pin the input shape with `shape={...}`. A run-time batch size is fine.
 """
 
 from __future__ import annotations
@@ -208,11 +207,14 @@ def _layer(ctx: NodeContext, kind: _Kind, d: int, acts: Sequence[Activation],
                   bool(ctx.attr("linear_before_reset", 0)), bool(ctx.attr("input_forget", 0)))
 
 
-def _initial(ctx: NodeContext, kind: _Kind, d: int, batch: int, hidden: int) -> State:
-    """initial_h (and initial_c) of direction `d`: [batch, num_directions, H] in layout 1."""
-    zeros = relay.const(np.zeros((batch, hidden), ctx.dtype(0)))
-    axis = int(ctx.attr("layout", 0))
-    return tuple(_direction(ctx, index, d, axis) or zeros for index in (5, 6)[:kind.states])
+def _initial(ctx: NodeContext, kind: _Kind, d: int, first_step: Expr, hidden: int) -> State:
+    """initial_h (and initial_c) of direction `d` ([batch, num_directions, H] in layout 1),
+    else zeros (shaped like the first step's hidden part when the batch is dynamic)."""
+    layout = int(ctx.attr("layout", 0))
+    batch = ctx.shape(0)[0 if layout else 1]
+    zeros = relay.const(np.zeros((batch, hidden), ctx.dtype(0))) if batch is not None else (
+        relay.zeros_like(relay.strided_slice(first_step, [0], [hidden], axes=[1])))
+    return tuple(_direction(ctx, index, d, layout) or zeros for index in (5, 6)[:kind.states])
 
 
 def _input_steps(ctx: NodeContext, x: Expr, d: int, seq: int) -> list[Expr]:
@@ -251,29 +253,24 @@ def _masked(lengths: Expr | None, t: int, new: State, old: State) -> tuple[State
 
 
 # --- the converter ------------------------------------------------------------------------
-def _shape(ctx: NodeContext, layout: int) -> tuple[int, int]:
-    """(sequence length, batch size): both must be static."""
-    shape = ctx.shape(0)
-    seq, batch = (shape[1], shape[0]) if layout else (shape[0], shape[1])
+def _sequence_length(ctx: NodeContext, layout: int) -> int:
+    seq = ctx.shape(0)[1 if layout else 0]
     if seq is None:
         raise ctx.fail("a sequence length known only at run time is not supported (the "
                        "recurrence is unrolled at import time); pin the input shape with "
                        "shape={...}")
-    if batch is None:
-        raise ctx.fail("a batch size known only at run time is not supported (the zero "
-                       "initial state needs it); pin the input shape with shape={...}")
-    return int(seq), int(batch)
+    return int(seq)
 
 
 def _run_direction(ctx: NodeContext, kind: _Kind, x: Expr, d: int, reverse: bool,
                    acts: Sequence[Activation]) -> tuple[Expr, State]:
     """(Y of this direction as (seq, batch, H), its final states)."""
-    seq, batch = _shape(ctx, int(ctx.attr("layout", 0)))
+    seq = _sequence_length(ctx, int(ctx.attr("layout", 0)))
     hidden = _hidden_size(ctx)
     layer = _layer(ctx, kind, d, acts, hidden)
     steps = _input_steps(ctx, x, d, seq)
     lengths = _lengths(ctx, seq)
-    state = _initial(ctx, kind, d, batch, hidden)
+    state = _initial(ctx, kind, d, steps[0], hidden)
     outputs: list[Expr] = [state[0]] * seq
     for t in (reversed(range(seq)) if reverse else range(seq)):
         state, outputs[t] = _masked(lengths, t, kind.step(layer, steps[t], state), state)
