@@ -214,7 +214,8 @@ def _initial(ctx: NodeContext, kind: _Kind, d: int, first_step: Expr, hidden: in
     batch = ctx.shape(0)[0 if layout else 1]
     zeros = relay.const(np.zeros((batch, hidden), ctx.dtype(0))) if batch is not None else (
         relay.zeros_like(relay.strided_slice(first_step, [0], [hidden], axes=[1])))
-    return tuple(_direction(ctx, index, d, layout) or zeros for index in (5, 6)[:kind.states])
+    given = (_direction(ctx, index, d, layout) for index in (5, 6)[:kind.states])
+    return tuple(zeros if state is None else state for state in given)
 
 
 def _input_steps(ctx: NodeContext, x: Expr, d: int, seq: int) -> list[Expr]:
