@@ -153,6 +153,21 @@ def _resize(call: Call, values: Values) -> Expr | None:
     return relay.image.resize2d(call.args[0], size=size, roi=box, scales=scales, **attrs)
 
 
+def _dft(call: Call, values: Values) -> Expr | None:
+    from engine.relay.op.signal import default_length, dft
+
+    shape, ty = static_shape(call.args[0]), tensor_type(call.args[0])
+    if shape is None or ty is None:
+        return None
+    axis = _first(values[0]) % len(shape)
+    if axis == len(shape) - 1:
+        return None  # not a signal axis: the kernel reports it
+    inverse, onesided = bool(call.attrs["inverse"]), bool(call.attrs["onesided"])
+    length = _first(values[1]) or default_length(shape[axis], inverse, onesided)
+    return dft(call.args[0], len(shape), axis, shape[axis], shape[-1], length, inverse,
+               onesided, ty.dtype)
+
+
 def _reduce(call: Call, values: Values) -> Expr | None:
     import engine.relay as relay
 
@@ -204,6 +219,7 @@ def _builders() -> dict[str, tuple[tuple[int, ...], Builder]]:
         "dyn.cumsum": ((1,), _scan), "dyn.cumprod": ((1,), _scan),
         "dyn.nn.pad": ((1,), _pad), "dyn.image.resize2d": ((1, 2), _resize),
         "dyn.nn.col2im": ((1, 2), _col2im),
+        "dyn.signal.dft": ((1, 2), _dft),
     }
     for name in ("sum", "mean", "max", "min", "prod"):
         table[f"dyn.{name}"] = ((1,), _reduce)

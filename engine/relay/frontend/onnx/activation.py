@@ -25,9 +25,13 @@ def softplus_expr(x: Expr, c: Callable[[float], Expr]) -> Expr:
     return relay.add(relay.maximum(x, c(0.0)), tail)
 
 
-def _elu_expr(x: Expr, alpha: float, c: Callable[[float], Expr]) -> Expr:
+def elu_expr(x: Expr, alpha: float, c: Callable[[float], Expr]) -> Expr:
     negative = relay.multiply(c(alpha), relay.subtract(relay.exp(x), c(1.0)))
     return relay.where(relay.greater(x, c(0.0)), x, negative)
+
+
+def softsign_expr(x: Expr, c: Callable[[float], Expr]) -> Expr:
+    return relay.divide(x, relay.add(c(1.0), relay.abs(x)))
 
 
 @converter("Softplus")
@@ -37,8 +41,7 @@ def softplus(ctx: NodeContext) -> ConvertResult:
 
 @converter("Softsign")
 def softsign(ctx: NodeContext) -> ConvertResult:
-    x, c = ctx.input(0), _consts(ctx)
-    return relay.divide(x, relay.add(c(1.0), relay.abs(x)))
+    return softsign_expr(ctx.input(0), _consts(ctx))
 
 
 @converter("HardSwish", since=14)
@@ -50,7 +53,7 @@ def hard_swish(ctx: NodeContext) -> ConvertResult:
 
 @converter("Elu")
 def elu(ctx: NodeContext) -> ConvertResult:
-    return _elu_expr(ctx.input(0), float(ctx.attr("alpha", 1.0)), _consts(ctx))
+    return elu_expr(ctx.input(0), float(ctx.attr("alpha", 1.0)), _consts(ctx))
 
 
 @converter("Selu")
@@ -58,7 +61,7 @@ def selu(ctx: NodeContext) -> ConvertResult:
     c = _consts(ctx)
     alpha = float(ctx.attr("alpha", 1.67326319217681884765625))
     gamma = float(ctx.attr("gamma", 1.05070102214813232421875))
-    return relay.multiply(c(gamma), _elu_expr(ctx.input(0), alpha, c))
+    return relay.multiply(c(gamma), elu_expr(ctx.input(0), alpha, c))
 
 
 @converter("Celu", since=12)

@@ -41,8 +41,10 @@ from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     norm_ops,
     quantize,
     reduce,
+    rnn,
     rotary,
     scatter,
+    signal,
     tensor,
 )
 from engine.relay.frontend.onnx.fold import fold_node

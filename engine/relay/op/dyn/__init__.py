@@ -11,9 +11,10 @@ operand a constant).
 - creation: `dyn.full`, `zeros`, `ones` (`creation`)
 - counts and axes: `dyn.topk`, `one_hot`, `trilu`, `cumsum`, `cumprod` (`algorithm`)
 - `dyn.nn.pad`, `dyn.image.resize2d`
+- `dyn.signal.dft` (`signal`)
 """
 
-from engine.relay.op.dyn import image, nn
+from engine.relay.op.dyn import image, nn, signal
 from engine.relay.op.dyn.algorithm import cumprod, cumsum, one_hot, topk, trilu
 from engine.relay.op.dyn.creation import full, ones, zeros
 from engine.relay.op.dyn.reduce import max, mean, min, prod, reduce, sum
@@ -27,5 +28,5 @@ from engine.relay.op.dyn.transform import (
 )
 
 __all__ = ["broadcast_to", "cumprod", "cumsum", "expand_dims", "full", "image", "max", "mean",
-           "min", "nn", "one_hot", "ones", "prod", "reduce", "reshape", "squeeze",
+           "min", "nn", "one_hot", "ones", "prod", "reduce", "reshape", "signal", "squeeze",
            "strided_slice", "sum", "tile", "topk", "trilu", "zeros"]
