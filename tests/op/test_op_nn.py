@@ -87,6 +87,8 @@ def test_conv2d_transpose_matches_ort(stride, pad, out_pad, groups, ort_run, run
 @pytest.mark.parametrize("kind,k,stride,pad,ceil,include", [
     ("max", 3, 2, 1, False, False), ("max", 2, 2, 0, True, False), ("avg", 3, 2, 1, False, False),
     ("avg", 3, 2, 1, False, True), ("avg", 2, 2, 0, True, False), ("max", 3, 1, 0, False, False),
+    # ceil_mode: a last window that would start in the end padding is dropped (7x8 -> 3x3)
+    ("max", 2, 3, 1, True, False), ("avg", 2, 3, 1, True, True),
 ])
 def test_pool2d_matches_ort(kind, k, stride, pad, ceil, include, ort_run, run_expr):
     x = rand(1, 3, 7, 8)
