@@ -50,6 +50,15 @@ CASES = {
     "conv_transpose": ([helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2],
                                          pads=[1, 1, 1, 1], output_padding=[1, 1])],
                        [("w", RNG.standard_normal((3, 2, 3, 3)).astype("float32"))], 13),
+    "conv_transpose_output_shape_grows": (  # 24 x 17 unpadded: zeros (and bias) at the ends
+        [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[3, 2],
+                          output_shape=[25, 18])],
+        [("w", RNG.standard_normal((3, 2, 3, 3)).astype("float32")),
+         ("b", RNG.standard_normal(2).astype("float32"))], 13),
+    "conv_transpose_output_shape_odd_pads": (  # 24 x 17 cut to 23 x 16: one pad at the begin
+        [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[3, 2],
+                          output_shape=[23, 16])],
+        [("w", RNG.standard_normal((3, 2, 3, 3)).astype("float32"))], 13),
     "avgpool_pad": ([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3],
                                       pads=[1, 1, 1, 1], strides=[2, 2])], [], 13),
     "maxpool_ceil": ([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3],

@@ -56,30 +56,43 @@ def conv_transpose(ctx: NodeContext) -> ConvertResult:
     strides = [int(s) for s in ctx.attr("strides", [1] * nd)]
     dilations = [int(d) for d in ctx.attr("dilations", [1] * nd)]
     out_pad = [int(p) for p in ctx.attr("output_padding", [0] * nd)]
-    pads = _transpose_pads(ctx, kernel, strides, dilations, out_pad)
+    pads, grow = _transpose_pads(ctx, kernel, strides, dilations, out_pad)
     fn = _nn(ctx, _CONV_T, nd)
     out = fn(ctx.input(0), ctx.input(1), strides=strides, padding=relay_padding(pads),
              dilation=dilations, groups=groups, channels=w_shape[1] * groups, kernel_size=kernel,
              output_padding=out_pad)
+    if any(grow):  # an output_shape beyond the full output: zeros (then the bias) at the end
+        out = relay.nn.pad(out, [(0, 0), (0, 0)] + [(0, g) for g in grow])
     return _with_bias(ctx, out)
 
 
 def _transpose_pads(ctx: NodeContext, kernel: list[int], strides: list[int],
-                    dilations: list[int], out_pad: list[int]) -> list[int]:
+                    dilations: list[int], out_pad: list[int]) -> tuple[list[int], list[int]]:
+    """The pads (begins then ends) and how far to grow each spatial axis at its end. With
+    `output_shape` (or SAME auto_pad) the pads are derived from the wanted output size: the
+    odd one goes to the end for SAME_UPPER, to the begin otherwise (the spec's rule); an
+    output larger than the full, unpadded one grows at the end (as onnxruntime does)."""
     output_shape = ctx.attr("output_shape")
     auto_pad = ctx.attr("auto_pad", "NOTSET")
+    nd = len(kernel)
     if output_shape is None and auto_pad in ("NOTSET", "", "VALID"):
-        return [int(p) for p in ctx.attr("pads", [0] * (2 * len(kernel)))]
+        return [int(p) for p in ctx.attr("pads", [0] * (2 * nd))], [0] * nd
     spatial = ctx.static_shape(0)[2:]
-    targets = list(output_shape)[-len(kernel):] if output_shape is not None else [
+    targets = list(output_shape)[-nd:] if output_shape is not None else [
         s * st for s, st in zip(spatial, strides)]
-    begins, ends = [], []
+    begins, ends, grow = [], [], []
     for size, k, s, d, op, target in zip(spatial, kernel, strides, dilations, out_pad, targets):
-        total = max(0, s * (size - 1) + op + (k - 1) * d + 1 - int(target))
-        lower = auto_pad == "SAME_LOWER"
-        begins.append(total - total // 2 if lower else total // 2)
-        ends.append(total // 2 if lower else total - total // 2)
-    return begins + ends
+        total = s * (size - 1) + op + (k - 1) * d + 1 - int(target)
+        if -total >= s:
+            raise ctx.fail(f"output_shape {list(output_shape or [])} does not fit the input "
+                           f"(size {size}, kernel {k}, stride {s}): a transposed convolution "
+                           f"of it is at most {target + total + s - 1} long")
+        grow.append(max(0, -total))
+        total = max(0, total)
+        small, big = total // 2, total - total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else big)
+        ends.append(big if auto_pad == "SAME_UPPER" else small)
+    return begins + ends, grow
 
 
 @converter("BatchNormalization")
