@@ -221,3 +221,19 @@ def test_constant_nodes_fold_and_keep_their_layer() -> None:
     assert isinstance(folded, Constant)
     np.testing.assert_array_equal(folded.data.numpy(), [9.0, 9.0])
     assert folded.span.source_names() == ("sq",)
+
+
+@pytest.mark.parametrize("rows", [5, "n"])
+@pytest.mark.parametrize("op,indices", [
+    ("Gather", np.array([[0, -1], [-5, 2]], "int64")),
+    ("GatherElements", np.array([[-1, 0, 2, -3]] * 2, "int64")),
+    ("GatherND", np.array([[-1, 3], [0, -4]], "int64")),
+])
+def test_gathers_wrap_negative_run_time_indices(op: str, indices: np.ndarray, rows) -> None:
+    """Indices fed at run time (not foldable at import): negatives count from the end, along
+    a static or a dynamic dimension."""
+    x = RNG.standard_normal((5, 4)).astype("float32")
+    axis = {"axis": 1} if op == "GatherElements" else {}
+    model = _build([helper.make_node(op, ["x", "i"], ["y"], **axis)],
+                   [("x", F, [rows, 4]), ("i", TensorProto.INT64, list(indices.shape))], ["y"])
+    _check(model, {"x": x, "i": indices})
