@@ -214,6 +214,9 @@ def test_depth_to_space_matches_ort(mode, ort_run, run_expr):
     s2d = relay.nn.space_to_depth(relay.var("y", shape=want.shape), 2)
     np.testing.assert_array_equal(run_expr(s2d, y=want),
                                   ort_run("SpaceToDepth", {"y": want}, {"blocksize": 2})[0])
+    # space_to_depth in the same mode undoes depth_to_space (ONNX opset 28's SpaceToDepth mode)
+    back = relay.nn.space_to_depth(relay.var("y", shape=want.shape), 2, mode=mode)
+    np.testing.assert_array_equal(run_expr(back, y=want), x)
 
 
 @pytest.mark.parametrize("method,ctm,rounding", [

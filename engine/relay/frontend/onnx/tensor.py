@@ -345,7 +345,7 @@ def depth_to_space(ctx: NodeContext) -> ConvertResult:
 @converter("SpaceToDepth")
 def space_to_depth(ctx: NodeContext) -> ConvertResult:
     return relay.nn.space_to_depth(ctx.input(0), block_size=int(ctx.attr("blocksize")),
-                                   layout="NCHW")
+                                   layout="NCHW", mode=ctx.attr("mode", "DCR"))
 
 
 @converter("ArgMax", "ArgMin")
