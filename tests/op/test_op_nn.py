@@ -243,6 +243,27 @@ def test_resize2d_matches_ort(method, ctm, rounding, ort_run, run_expr):
     np.testing.assert_allclose(run_expr(call, x=x), want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("method,ctm,exclude,scales", [
+    ("linear", "half_pixel", 0, (0.6, 0.3)), ("linear", "align_corners", 1, (0.5, 0.45)),
+    ("cubic", "half_pixel", 0, (0.6, 0.3)), ("cubic", "asymmetric", 1, (0.4, 1.5)),
+    ("cubic", "pytorch_half_pixel", 0, (1.0, 0.25)),
+])
+def test_resize2d_antialias_matches_ort(method, ctm, exclude, scales, ort_run, run_expr):
+    """A downscale widens the kernel by 1 / scale and renormalises it (an upscale axis is
+    interpolated as without antialias); exclude_outside drops taps past the edges."""
+    x = rand(1, 2, 9, 13)
+    size = tuple(int(n * f) for n, f in zip(x.shape[2:], scales))
+    call = relay.image.resize2d(relay.var("x", shape=x.shape), size, method=method,
+                                coordinate_transformation_mode=ctm, cubic_alpha=-0.75,
+                                cubic_exclude=exclude, scales=scales, antialias=True)
+    attrs = {"mode": method, "coordinate_transformation_mode": ctm, "cubic_coeff_a": -0.75,
+             "exclude_outside": exclude, "antialias": 1}
+    want = ort_run("Resize", {"x": x, "scales": np.array([1, 1, *scales], "float32")}, attrs,
+                   node_inputs=["x", "", "scales"], opset=18)[0]
+    check_type(call, want)
+    np.testing.assert_allclose(run_expr(call, x=x), want, rtol=1e-4, atol=1e-5)
+
+
 def test_upsampling_nearest(run_expr):
     x = rand(1, 1, 2, 2)
     call = relay.nn.upsampling(relay.var("x", shape=x.shape), 2, 2)
