@@ -36,16 +36,20 @@ def _with_bias(ctx: NodeContext, out: Expr) -> Expr:
     return relay.nn.bias_add(out, ctx.input(2), axis=1) if ctx.has(2) else out
 
 
-@converter("Conv")
-def conv(ctx: NodeContext) -> ConvertResult:
-    w_shape = ctx.static_shape(1)
+def conv_of(ctx: NodeContext, x: Expr, w: Expr, w_index: int = 1) -> Expr:
+    """The convolution of `x` by `w` under the node's attributes (`w_index`: the input
+    whose shape `w` has), without the bias."""
+    w_shape = ctx.static_shape(w_index)
     kernel = [int(k) for k in ctx.attr("kernel_shape", w_shape[2:])]
     strides, dilations, pads = _window(ctx, kernel)
     fn = _nn(ctx, _CONV, len(kernel))
-    out = fn(ctx.input(0), ctx.input(1), strides=strides, padding=relay_padding(pads),
-             dilation=dilations, groups=int(ctx.attr("group", 1)), channels=w_shape[0],
-             kernel_size=kernel)
-    return _with_bias(ctx, out)
+    return fn(x, w, strides=strides, padding=relay_padding(pads), dilation=dilations,
+              groups=int(ctx.attr("group", 1)), channels=w_shape[0], kernel_size=kernel)
+
+
+@converter("Conv")
+def conv(ctx: NodeContext) -> ConvertResult:
+    return _with_bias(ctx, conv_of(ctx, ctx.input(0), ctx.input(1)))
 
 
 @converter("ConvTranspose")
@@ -285,13 +289,17 @@ def gemm(ctx: NodeContext) -> ConvertResult:
 
 @converter("MatMul")
 def matmul(ctx: NodeContext) -> ConvertResult:
-    a, b = ctx.input(0), ctx.input(1)
-    a_shape, b_shape = ctx.shape(0), ctx.shape(1)
+    return matmul_of(ctx, ctx.input(0), ctx.input(1))
+
+
+def matmul_of(ctx: NodeContext, a: Expr, b: Expr, b_index: int = 1) -> Expr:
+    """numpy.matmul of `a` and `b`, shaped as inputs 0 and `b_index`."""
+    a_shape, b_shape = ctx.shape(0), ctx.shape(b_index)
     if len(a_shape) == 1 or len(b_shape) == 1:
         return _matmul_vector(ctx, a, b, a_shape, b_shape)
     if len(b_shape) == 2:
         return _matmul_dense(ctx, a, b, a_shape, b_shape)
-    return _matmul_batch(ctx, a, b, ctx.static_shape(0), ctx.static_shape(1))
+    return _matmul_batch(ctx, a, b, ctx.static_shape(0), ctx.static_shape(b_index))
 
 
 def _matmul_dense(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple, b_shape: tuple) -> Expr:
