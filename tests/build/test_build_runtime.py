@@ -56,3 +56,22 @@ def test_driver_build_runs_a_schedule() -> None:
     func(x, out)
     np.testing.assert_allclose(out, 2 * x)
     assert "parallel" in func.get_source()
+
+
+def test_max_pool_argmax_builds_and_runs_like_the_interpreter() -> None:
+    """nn.max_pool_argmax (a numpy-kernel op) next to the pool it indexes, as ONNX MaxPool's
+    two outputs, through relay.build and the graph executor."""
+    x = relay.var("x", shape=(2, 3, 7, 8))
+    pool = relay.nn.max_pool2d(x, (3, 2), (2, 2), padding=(1, 0, 1, 1))
+    index = relay.nn.max_pool_argmax(x, (3, 2), (2, 2), padding=(1, 0, 1, 1), storage_order=1)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([relay.nn.relu(pool), index])))
+    data = np.random.default_rng(2).standard_normal((2, 3, 7, 8)).astype("float32")
+    expected = interpreter.evaluate(mod, {"x": data})
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("x", data)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.asarray(expected[0]), rtol=1e-6)
+    np.testing.assert_array_equal(m.get_output(1).numpy(), np.asarray(expected[1]))
+    assert m.get_output(1).numpy().dtype == np.int64

@@ -243,3 +243,23 @@ def test_gathers_wrap_negative_run_time_indices(op: str, indices: np.ndarray, ro
     model = _build([helper.make_node(op, ["x", "i"], ["y"], **axis)],
                    [("x", F, [rows, 4]), ("i", TensorProto.INT64, list(indices.shape))], ["y"])
     _check(model, {"x": x, "i": indices})
+
+
+@pytest.mark.parametrize("shape_input", [False, True])
+def test_maxpool_indices_feed_maxunpool(shape_input: bool) -> None:
+    """MaxPool's Indices (storage_order 0) put the maxima back with MaxUnpool into the
+    pooled input's shape: given as a constant, or computed at run time by Shape(x) of a
+    dynamic batch."""
+    pool = helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 3], strides=[2, 2],
+                            pads=[0, 1, 1, 1])
+    unpool_inputs = ["p", "i", "s"]
+    nodes = [pool, helper.make_node("MaxUnpool", unpool_inputs, ["y"], kernel_shape=[2, 3],
+                                    strides=[2, 2], pads=[0, 1, 1, 1])]
+    inits: list[tuple[str, np.ndarray]] = []
+    if shape_input:
+        nodes.insert(0, helper.make_node("Shape", ["x"], ["s"]))
+    else:
+        inits.append(("s", np.array(X4.shape, "int64")))
+    model = _build(nodes, [("x", F, ["n", *X4.shape[1:]] if shape_input else list(X4.shape))],
+                   ["y"], inits)
+    _check(model, {"x": X4})

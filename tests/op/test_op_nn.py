@@ -270,3 +270,26 @@ def test_upsampling_nearest(run_expr):
     want = x.repeat(2, 2).repeat(2, 3)
     check_type(call, want)
     np.testing.assert_array_equal(run_expr(call, x=x), want)
+
+
+@pytest.mark.parametrize("shape,kernel,stride,pads,dilation,ceil,order", [
+    ((2, 3, 11), [3], [2], [1, 1], [1], 0, 0),
+    ((2, 3, 7, 8), [3, 2], [2, 2], [1, 0, 1, 1], [1, 1], 0, 0),
+    ((2, 3, 7, 8), [3, 2], [2, 2], [1, 0, 1, 1], [1, 1], 0, 1),
+    ((1, 2, 7, 8), [2, 2], [3, 3], [1, 1, 1, 1], [1, 1], 1, 1),  # a ceil_mode window dropped
+    ((1, 2, 9, 9), [2, 3], [1, 2], [0, 0, 0, 0], [2, 2], 0, 0),
+    ((1, 2, 5, 6, 7), [2, 2, 3], [2, 1, 2], [0, 1, 1, 1, 0, 1], [1, 1, 1], 0, 1),
+])
+def test_max_pool_argmax_matches_ort(shape, kernel, stride, pads, dilation, ceil, order,
+                                     ort_run, run_expr):
+    """Flat indices over N, C and the spatial axes (column-major spatial for storage_order
+    1); repeated values check that the first maximum of a window wins."""
+    x = np.round(rand(*shape) * 3).astype("float32")  # few distinct values: ties
+    call = relay.nn.max_pool_argmax(relay.var("x", shape=x.shape), kernel, stride, dilation,
+                                    pads, bool(ceil), order)
+    want = ort_run("MaxPool", {"x": x}, {"kernel_shape": kernel, "strides": stride,
+                                         "pads": pads, "dilations": dilation,
+                                         "ceil_mode": ceil, "storage_order": order},
+                   n_out=2, out_dtypes=["float32", "int64"])[1]
+    check_type(call, want)
+    np.testing.assert_array_equal(run_expr(call, x=x), want)

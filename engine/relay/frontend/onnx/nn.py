@@ -218,11 +218,47 @@ def log_softmax(ctx: NodeContext) -> ConvertResult:
 
 @converter("MaxPool")
 def max_pool(ctx: NodeContext) -> ConvertResult:
+    """The maxima, and when read the Indices output: each maximum's flat index into the
+    input (nn.max_pool_argmax, row- or column-major by storage_order)."""
     kernel = [int(k) for k in ctx.attr("kernel_shape")]
     strides, dilations, pads = _window(ctx, kernel)
     fn = _nn(ctx, _MAX_POOL, len(kernel))
-    return fn(ctx.input(0), pool_size=kernel, strides=strides, dilation=dilations,
-              padding=relay_padding(pads), ceil_mode=bool(ctx.attr("ceil_mode", 0)))
+    ceil_mode = bool(ctx.attr("ceil_mode", 0))
+    out = fn(ctx.input(0), pool_size=kernel, strides=strides, dilation=dilations,
+             padding=relay_padding(pads), ceil_mode=ceil_mode)
+    if len(ctx.output_names) < 2 or not ctx.output_names[1]:
+        return out
+    indices = relay.nn.max_pool_argmax(ctx.input(0), kernel, strides, dilations,
+                                       relay_padding(pads), ceil_mode,
+                                       int(ctx.attr("storage_order", 0)))
+    return [out, indices]
+
+
+@converter("MaxUnpool", since=9)
+def max_unpool(ctx: NodeContext) -> ConvertResult:
+    """Zeros with each value of X put at its flat index (MaxPool's Indices) into the output:
+    output_shape when given (the indices count in it, as onnxruntime reads them), else
+    (in - 1) * stride + kernel - pads per spatial axis."""
+    kernel = [int(k) for k in ctx.attr("kernel_shape")]
+    nd = len(kernel)
+    strides = [int(s) for s in ctx.attr("strides", [1] * nd)]
+    pads = [int(p) for p in ctx.attr("pads", [0] * (2 * nd))]
+    indices = relay.reshape(ctx.input(1), newshape=[-1])
+    updates = relay.reshape(ctx.input(0), newshape=[-1])
+    if ctx.has(2) and ctx.value(2) is None:  # output_shape computed at run time
+        target = relay.cast(ctx.input(2), "int64")
+        size = relay.reshape(relay.prod(target, keepdims=True), newshape=[1])
+        flat = relay.dyn.zeros(size, ctx.dtype(0))
+        return relay.dyn.reshape(relay.scatter_elements(flat, indices, updates, axis=0), target)
+    if ctx.has(2):
+        out_shape = ctx.ints(2, "output_shape")
+    else:
+        shape = ctx.static_shape(0)
+        out_shape = [*shape[:2], *((shape[2 + a] - 1) * strides[a] + kernel[a] - pads[a]
+                                   - pads[a + nd] for a in range(nd))]
+    flat = relay.zeros([int(np.prod(out_shape))], ctx.dtype(0))
+    return relay.reshape(relay.scatter_elements(flat, indices, updates, axis=0),
+                         newshape=out_shape)
 
 
 @converter("AveragePool")

@@ -16,6 +16,7 @@ from engine.relay.op.nn.norm import (
     relu,
     softmax,
 )
+from engine.relay.op.nn.pool_index import max_pool_argmax
 from engine.relay.op.nn.pool_nd import (
     adaptive_avg_pool1d,
     adaptive_avg_pool3d,
@@ -40,7 +41,7 @@ __all__ = [
     "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool2d", "batch_flatten", "batch_matmul",
     "batch_norm", "bias_add", "conv2d", "conv2d_transpose", "dense", "depth_to_space", "dropout",
     "dropout_raw", "global_avg_pool2d", "global_max_pool2d", "layer_norm", "leaky_relu",
-    "log_softmax", "lrn", "matmul", "max_pool2d", "pad", "prelu", "relu", "softmax",
+    "log_softmax", "lrn", "matmul", "max_pool2d", "max_pool_argmax", "pad", "prelu", "relu", "softmax",
     "space_to_depth", "upsampling",
     # 1-D / 3-D
     "adaptive_avg_pool1d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool3d",
