@@ -75,3 +75,24 @@ def test_max_pool_argmax_builds_and_runs_like_the_interpreter() -> None:
     np.testing.assert_allclose(m.get_output(0).numpy(), np.asarray(expected[0]), rtol=1e-6)
     np.testing.assert_array_equal(m.get_output(1).numpy(), np.asarray(expected[1]))
     assert m.get_output(1).numpy().dtype == np.int64
+
+
+def test_deformable_conv2d_builds_and_runs_like_the_interpreter() -> None:
+    rng = np.random.default_rng(3)
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    offset = relay.var("offset", shape=(1, 18, 6, 6))
+    weight = relay.const(rng.standard_normal((5, 4, 3, 3)).astype("float32"))
+    mask = relay.const(rng.random((1, 9, 6, 6)).astype("float32"))
+    y = relay.nn.modulated_deformable_conv2d(x, offset, weight, mask, padding=(1, 1))
+    mod = tvm.IRModule.from_expr(relay.Function([x, offset], relay.nn.relu(y)))
+    feeds = {"x": rng.standard_normal((1, 4, 6, 6)).astype("float32"),
+             "offset": rng.standard_normal((1, 18, 6, 6)).astype("float32")}
+    expected = interpreter.evaluate(mod, feeds)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    for name, value in feeds.items():
+        m.set_input(name, value)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.asarray(expected), rtol=1e-5,
+                               atol=1e-5)

@@ -293,3 +293,41 @@ def test_max_pool_argmax_matches_ort(shape, kernel, stride, pads, dilation, ceil
                    n_out=2, out_dtypes=["float32", "int64"])[1]
     check_type(call, want)
     np.testing.assert_array_equal(run_expr(call, x=x), want)
+
+
+@pytest.mark.parametrize("groups,offset_groups,stride,pad,dilation,masked", [
+    (1, 1, 1, 0, 1, False), (2, 2, 2, 1, 1, True), (1, 4, 1, 2, 2, True), (4, 1, 2, 0, 1, False),
+])
+def test_deformable_conv2d_matches_ort(groups, offset_groups, stride, pad, dilation, masked,
+                                       ort_run, run_expr):
+    """Fractional offsets, some reaching past the input (zeros there), through ONNX
+    DeformConv in onnxruntime."""
+    x, w = rand(2, 8, 7, 6), rand(6 if groups != 4 else 8, 8 // groups, 3, 2)
+    oh = (7 + 2 * pad - dilation * 2 - 1) // stride + 1
+    ow = (6 + 2 * pad - dilation * 1 - 1) // stride + 1
+    offset = (rand(2, offset_groups * 6 * 2, oh, ow) * 2.5).astype("float32")
+    mask = np.abs(rand(2, offset_groups * 6, oh, ow)).astype("float32")
+    args = {"strides": (stride, stride), "padding": (pad, pad), "dilation": (dilation, dilation),
+            "deformable_groups": offset_groups, "groups": groups}
+    v = {k: relay.var(k, shape=a.shape) for k, a in {"x": x, "w": w, "o": offset,
+                                                      "m": mask}.items()}
+    call = relay.nn.modulated_deformable_conv2d(v["x"], v["o"], v["w"], v["m"], **args) \
+        if masked else relay.nn.deformable_conv2d(v["x"], v["o"], v["w"], **args)
+    feeds = {"x": x, "w": w, "o": offset, **({"m": mask} if masked else {})}
+    want = ort_run("DeformConv", feeds, {
+        "strides": [stride] * 2, "pads": [pad] * 4, "dilations": [dilation] * 2,
+        "group": groups, "offset_group": offset_groups},
+        node_inputs=["x", "w", "o", "", "m"] if masked else ["x", "w", "o"], opset=19)[0]
+    check_type(call, want)
+    np.testing.assert_allclose(run_expr(call, **feeds), want, rtol=1e-4, atol=1e-4)
+
+
+def test_deformable_conv2d_with_zero_offsets_is_conv2d(run_expr):
+    x, w = rand(1, 4, 6, 6), rand(5, 4, 3, 3)
+    offset = np.zeros((1, 18, 4, 4), "float32")
+    call = relay.nn.deformable_conv2d(relay.var("x", shape=x.shape),
+                                      relay.var("o", shape=offset.shape),
+                                      relay.var("w", shape=w.shape))
+    want = run_expr(relay.nn.conv2d(relay.var("x", shape=x.shape),
+                                    relay.var("w", shape=w.shape)), x=x, w=w)
+    np.testing.assert_allclose(run_expr(call, x=x, o=offset, w=w), want, rtol=1e-5, atol=1e-5)

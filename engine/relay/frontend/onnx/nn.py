@@ -52,6 +52,24 @@ def conv(ctx: NodeContext) -> ConvertResult:
     return _with_bias(ctx, conv_of(ctx, ctx.input(0), ctx.input(1)))
 
 
+@converter("DeformConv", since=19)
+def deform_conv(ctx: NodeContext) -> ConvertResult:
+    """Inputs X, W, offset, optional B and mask (2-D only, as Relay's deformable conv)."""
+    w_shape = ctx.static_shape(1)
+    kernel = [int(k) for k in ctx.attr("kernel_shape", w_shape[2:])]
+    if len(kernel) != 2:
+        raise ctx.fail(f"{len(kernel)}-D deformable convolution is not supported (2-D is)")
+    strides, dilations, pads = _window(ctx, kernel)
+    kwargs: dict[str, Any] = {
+        "strides": strides, "padding": relay_padding(pads), "dilation": dilations,
+        "deformable_groups": int(ctx.attr("offset_group", 1)),
+        "groups": int(ctx.attr("group", 1)), "channels": w_shape[0], "kernel_size": kernel}
+    x, offset, w = ctx.input(0), ctx.input(2), ctx.input(1)
+    out = relay.nn.modulated_deformable_conv2d(x, offset, w, ctx.input(4), **kwargs) \
+        if ctx.has(4) else relay.nn.deformable_conv2d(x, offset, w, **kwargs)
+    return relay.nn.bias_add(out, ctx.input(3), axis=1) if ctx.has(3) else out
+
+
 @converter("ConvTranspose")
 def conv_transpose(ctx: NodeContext) -> ConvertResult:
     w_shape = ctx.static_shape(1)

@@ -2,6 +2,7 @@
 
 from engine.relay.op.nn.conv import conv2d, conv2d_transpose
 from engine.relay.op.nn.conv_nd import conv1d, conv1d_transpose, conv3d, conv3d_transpose
+from engine.relay.op.nn.deformable import deformable_conv2d, modulated_deformable_conv2d
 from engine.relay.op.nn.dense import batch_flatten, batch_matmul, bias_add, dense, matmul
 from engine.relay.op.nn.loss import nll_loss
 from engine.relay.op.nn.norm import (
@@ -49,4 +50,6 @@ __all__ = [
     "max_pool1d", "max_pool3d",
     # losses
     "nll_loss",
+    # deformable
+    "deformable_conv2d", "modulated_deformable_conv2d",
 ]
