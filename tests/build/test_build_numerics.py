@@ -66,6 +66,12 @@ def avg_pool() -> relay.Function:
     return relay.Function([x], relay.nn.avg_pool2d(x, (3, 3), (2, 2), padding=(1, 1)))
 
 
+def avg_pool_ceil_drops_window_in_pad() -> relay.Function:
+    x = relay.var("x", shape=(1, 2, 7, 8))  # ceil_mode would start a last window in the pad
+    return relay.Function([x], relay.nn.avg_pool2d(x, (2, 2), (3, 3), padding=(1, 1),
+                                                   ceil_mode=True, count_include_pad=True))
+
+
 def global_pool_flatten_dense() -> relay.Function:
     x = relay.var("x", shape=(1, 8, 3, 3))
     y = relay.nn.batch_flatten(relay.nn.global_avg_pool2d(x))
@@ -109,7 +115,7 @@ def slices_and_concat() -> relay.Function:
 CASES: dict[str, Callable[[], relay.Function]] = {
     f.__name__: f for f in (
         conv_bias_relu, conv_strided_dilated, depthwise_clip, conv_nhwc, dense_add,
-        batch_matmul, max_pool, avg_pool, global_pool_flatten_dense, softmax, log_softmax_4d,
+        batch_matmul, max_pool, avg_pool, avg_pool_ceil_drops_window_in_pad, global_pool_flatten_dense, softmax, log_softmax_4d,
         layer_norm_decomposed, attention_reshapes, slices_and_concat)
 }
 

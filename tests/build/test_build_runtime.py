@@ -86,3 +86,43 @@ def test_a_symbolic_input_is_named_before_the_pipeline_runs() -> None:
     assert seen.names == []
     with pytest.raises(PassError, match="LowerError: .*pin 'pixels'"):
         LowerTE("llvm")(relay.transform.InferType()(mod))
+
+
+def test_max_pool_argmax_builds_and_runs_like_the_interpreter() -> None:
+    """nn.max_pool_argmax (a numpy-kernel op) next to the pool it indexes, as ONNX MaxPool's
+    two outputs, through relay.build and the graph executor."""
+    x = relay.var("x", shape=(2, 3, 7, 8))
+    pool = relay.nn.max_pool2d(x, (3, 2), (2, 2), padding=(1, 0, 1, 1))
+    index = relay.nn.max_pool_argmax(x, (3, 2), (2, 2), padding=(1, 0, 1, 1), storage_order=1)
+    mod = tvm.IRModule.from_expr(relay.Function([x], relay.Tuple([relay.nn.relu(pool), index])))
+    data = np.random.default_rng(2).standard_normal((2, 3, 7, 8)).astype("float32")
+    expected = interpreter.evaluate(mod, {"x": data})
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    m.set_input("x", data)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.asarray(expected[0]), rtol=1e-6)
+    np.testing.assert_array_equal(m.get_output(1).numpy(), np.asarray(expected[1]))
+    assert m.get_output(1).numpy().dtype == np.int64
+
+
+def test_deformable_conv2d_builds_and_runs_like_the_interpreter() -> None:
+    rng = np.random.default_rng(3)
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    offset = relay.var("offset", shape=(1, 18, 6, 6))
+    weight = relay.const(rng.standard_normal((5, 4, 3, 3)).astype("float32"))
+    mask = relay.const(rng.random((1, 9, 6, 6)).astype("float32"))
+    y = relay.nn.modulated_deformable_conv2d(x, offset, weight, mask, padding=(1, 1))
+    mod = tvm.IRModule.from_expr(relay.Function([x, offset], relay.nn.relu(y)))
+    feeds = {"x": rng.standard_normal((1, 4, 6, 6)).astype("float32"),
+             "offset": rng.standard_normal((1, 18, 6, 6)).astype("float32")}
+    expected = interpreter.evaluate(mod, feeds)
+    with tvm.transform.PassContext(opt_level=3):
+        lib = relay.build(mod, target="llvm")
+    m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    for name, value in feeds.items():
+        m.set_input(name, value)
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), np.asarray(expected), rtol=1e-5,
+                               atol=1e-5)

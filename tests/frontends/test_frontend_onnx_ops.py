@@ -50,6 +50,15 @@ CASES = {
     "conv_transpose": ([helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2],
                                          pads=[1, 1, 1, 1], output_padding=[1, 1])],
                        [("w", RNG.standard_normal((3, 2, 3, 3)).astype("float32"))], 13),
+    "conv_transpose_output_shape_grows": (  # 24 x 17 unpadded: zeros (and bias) at the ends
+        [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[3, 2],
+                          output_shape=[25, 18])],
+        [("w", RNG.standard_normal((3, 2, 3, 3)).astype("float32")),
+         ("b", RNG.standard_normal(2).astype("float32"))], 13),
+    "conv_transpose_output_shape_odd_pads": (  # 24 x 17 cut to 23 x 16: one pad at the begin
+        [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[3, 2],
+                          output_shape=[23, 16])],
+        [("w", RNG.standard_normal((3, 2, 3, 3)).astype("float32"))], 13),
     "avgpool_pad": ([helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3],
                                       pads=[1, 1, 1, 1], strides=[2, 2])], [], 13),
     "maxpool_ceil": ([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3],
@@ -108,6 +117,12 @@ CASES = {
                                      helper.make_node("Unsqueeze", ["a", "u"], ["b"]),
                                      helper.make_node("Squeeze", ["b", "u"], ["y"])],
                                     [("u", np.array([0, -1], "int64"))], 13),
+    "instance_norm": ([helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"],
+                                        epsilon=1e-3)],
+                      [("g", RNG.standard_normal(3).astype("float32")),
+                       ("b", RNG.standard_normal(3).astype("float32"))], 13),
+    "mvn_spatial_axes": ([helper.make_node("MeanVarianceNormalization", ["x"], ["y"],
+                                           axes=[2, 3])], [], 13),
     "layernorm_two_axes": ([helper.make_node("LayerNormalization", ["x", "g"], ["y"], axis=2)],
                            [("g", RNG.standard_normal((8, 8)).astype("float32"))], 17),
     "variadic_and_math": ([helper.make_node("Abs", ["x"], ["a"]),
@@ -212,3 +227,39 @@ def test_constant_nodes_fold_and_keep_their_layer() -> None:
     assert isinstance(folded, Constant)
     np.testing.assert_array_equal(folded.data.numpy(), [9.0, 9.0])
     assert folded.span.source_names() == ("sq",)
+
+
+@pytest.mark.parametrize("rows", [5, "n"])
+@pytest.mark.parametrize("op,indices", [
+    ("Gather", np.array([[0, -1], [-5, 2]], "int64")),
+    ("GatherElements", np.array([[-1, 0, 2, -3]] * 2, "int64")),
+    ("GatherND", np.array([[-1, 3], [0, -4]], "int64")),
+])
+def test_gathers_wrap_negative_run_time_indices(op: str, indices: np.ndarray, rows) -> None:
+    """Indices fed at run time (not foldable at import): negatives count from the end, along
+    a static or a dynamic dimension."""
+    x = RNG.standard_normal((5, 4)).astype("float32")
+    axis = {"axis": 1} if op == "GatherElements" else {}
+    model = _build([helper.make_node(op, ["x", "i"], ["y"], **axis)],
+                   [("x", F, [rows, 4]), ("i", TensorProto.INT64, list(indices.shape))], ["y"])
+    _check(model, {"x": x, "i": indices})
+
+
+@pytest.mark.parametrize("shape_input", [False, True])
+def test_maxpool_indices_feed_maxunpool(shape_input: bool) -> None:
+    """MaxPool's Indices (storage_order 0) put the maxima back with MaxUnpool into the
+    pooled input's shape: given as a constant, or computed at run time by Shape(x) of a
+    dynamic batch."""
+    pool = helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 3], strides=[2, 2],
+                            pads=[0, 1, 1, 1])
+    unpool_inputs = ["p", "i", "s"]
+    nodes = [pool, helper.make_node("MaxUnpool", unpool_inputs, ["y"], kernel_shape=[2, 3],
+                                    strides=[2, 2], pads=[0, 1, 1, 1])]
+    inits: list[tuple[str, np.ndarray]] = []
+    if shape_input:
+        nodes.insert(0, helper.make_node("Shape", ["x"], ["s"]))
+    else:
+        inits.append(("s", np.array(X4.shape, "int64")))
+    model = _build(nodes, [("x", F, ["n", *X4.shape[1:]] if shape_input else list(X4.shape))],
+                   ["y"], inits)
+    _check(model, {"x": X4})

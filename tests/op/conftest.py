@@ -12,8 +12,8 @@ from engine.relay.interpreter import evaluate
 
 
 def _run_ort(op_type: str, inputs: dict[str, np.ndarray], attrs: dict[str, Any] | None = None,
-             n_out: int = 1, opset: int = 13, node_inputs: list[str] | None = None
-             ) -> list[np.ndarray]:
+             n_out: int = 1, opset: int = 13, node_inputs: list[str] | None = None,
+             out_dtypes: list[str] | None = None) -> list[np.ndarray]:
     pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import helper
@@ -26,7 +26,9 @@ def _run_ort(op_type: str, inputs: dict[str, np.ndarray], attrs: dict[str, Any] 
         [node], "g",
         [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
          for k, v in inputs.items()],
-        [helper.make_tensor_value_info(o, elem, None) for o in outs])
+        [helper.make_tensor_value_info(
+            o, helper.np_dtype_to_tensor_dtype(np.dtype(out_dtypes[i])) if out_dtypes else elem,
+            None) for i, o in enumerate(outs)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               ir_version=8)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

@@ -106,6 +106,8 @@ def test_conv2d_transpose_matches_ort(stride, pad, out_pad, groups, ort_run, run
 @pytest.mark.parametrize("kind,k,stride,pad,ceil,include", [
     ("max", 3, 2, 1, False, False), ("max", 2, 2, 0, True, False), ("avg", 3, 2, 1, False, False),
     ("avg", 3, 2, 1, False, True), ("avg", 2, 2, 0, True, False), ("max", 3, 1, 0, False, False),
+    # ceil_mode: a last window that would start in the end padding is dropped (7x8 -> 3x3)
+    ("max", 2, 3, 1, True, False), ("avg", 2, 3, 1, True, True),
 ])
 def test_pool2d_matches_ort(kind, k, stride, pad, ceil, include, ort_run, run_expr):
     x = rand(1, 3, 7, 8)
@@ -231,6 +233,9 @@ def test_depth_to_space_matches_ort(mode, ort_run, run_expr):
     s2d = relay.nn.space_to_depth(relay.var("y", shape=want.shape), 2)
     np.testing.assert_array_equal(run_expr(s2d, y=want),
                                   ort_run("SpaceToDepth", {"y": want}, {"blocksize": 2})[0])
+    # space_to_depth in the same mode undoes depth_to_space (ONNX opset 28's SpaceToDepth mode)
+    back = relay.nn.space_to_depth(relay.var("y", shape=want.shape), 2, mode=mode)
+    np.testing.assert_array_equal(run_expr(back, y=want), x)
 
 
 @pytest.mark.parametrize("method,ctm,rounding", [
@@ -257,9 +262,91 @@ def test_resize2d_matches_ort(method, ctm, rounding, ort_run, run_expr):
     np.testing.assert_allclose(run_expr(call, x=x), want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("method,ctm,exclude,scales", [
+    ("linear", "half_pixel", 0, (0.6, 0.3)), ("linear", "align_corners", 1, (0.5, 0.45)),
+    ("cubic", "half_pixel", 0, (0.6, 0.3)), ("cubic", "asymmetric", 1, (0.4, 1.5)),
+    ("cubic", "pytorch_half_pixel", 0, (1.0, 0.25)),
+])
+def test_resize2d_antialias_matches_ort(method, ctm, exclude, scales, ort_run, run_expr):
+    """A downscale widens the kernel by 1 / scale and renormalises it (an upscale axis is
+    interpolated as without antialias); exclude_outside drops taps past the edges."""
+    x = rand(1, 2, 9, 13)
+    size = tuple(int(n * f) for n, f in zip(x.shape[2:], scales))
+    call = relay.image.resize2d(relay.var("x", shape=x.shape), size, method=method,
+                                coordinate_transformation_mode=ctm, cubic_alpha=-0.75,
+                                cubic_exclude=exclude, scales=scales, antialias=True)
+    attrs = {"mode": method, "coordinate_transformation_mode": ctm, "cubic_coeff_a": -0.75,
+             "exclude_outside": exclude, "antialias": 1}
+    want = ort_run("Resize", {"x": x, "scales": np.array([1, 1, *scales], "float32")}, attrs,
+                   node_inputs=["x", "", "scales"], opset=18)[0]
+    check_type(call, want)
+    np.testing.assert_allclose(run_expr(call, x=x), want, rtol=1e-4, atol=1e-5)
+
+
 def test_upsampling_nearest(run_expr):
     x = rand(1, 1, 2, 2)
     call = relay.nn.upsampling(relay.var("x", shape=x.shape), 2, 2)
     want = x.repeat(2, 2).repeat(2, 3)
     check_type(call, want)
     np.testing.assert_array_equal(run_expr(call, x=x), want)
+
+
+@pytest.mark.parametrize("shape,kernel,stride,pads,dilation,ceil,order", [
+    ((2, 3, 11), [3], [2], [1, 1], [1], 0, 0),
+    ((2, 3, 7, 8), [3, 2], [2, 2], [1, 0, 1, 1], [1, 1], 0, 0),
+    ((2, 3, 7, 8), [3, 2], [2, 2], [1, 0, 1, 1], [1, 1], 0, 1),
+    ((1, 2, 7, 8), [2, 2], [3, 3], [1, 1, 1, 1], [1, 1], 1, 1),  # a ceil_mode window dropped
+    ((1, 2, 9, 9), [2, 3], [1, 2], [0, 0, 0, 0], [2, 2], 0, 0),
+    ((1, 2, 5, 6, 7), [2, 2, 3], [2, 1, 2], [0, 1, 1, 1, 0, 1], [1, 1, 1], 0, 1),
+])
+def test_max_pool_argmax_matches_ort(shape, kernel, stride, pads, dilation, ceil, order,
+                                     ort_run, run_expr):
+    """Flat indices over N, C and the spatial axes (column-major spatial for storage_order
+    1); repeated values check that the first maximum of a window wins."""
+    x = np.round(rand(*shape) * 3).astype("float32")  # few distinct values: ties
+    call = relay.nn.max_pool_argmax(relay.var("x", shape=x.shape), kernel, stride, dilation,
+                                    pads, bool(ceil), order)
+    want = ort_run("MaxPool", {"x": x}, {"kernel_shape": kernel, "strides": stride,
+                                         "pads": pads, "dilations": dilation,
+                                         "ceil_mode": ceil, "storage_order": order},
+                   n_out=2, out_dtypes=["float32", "int64"])[1]
+    check_type(call, want)
+    np.testing.assert_array_equal(run_expr(call, x=x), want)
+
+
+@pytest.mark.parametrize("groups,offset_groups,stride,pad,dilation,masked", [
+    (1, 1, 1, 0, 1, False), (2, 2, 2, 1, 1, True), (1, 4, 1, 2, 2, True), (4, 1, 2, 0, 1, False),
+])
+def test_deformable_conv2d_matches_ort(groups, offset_groups, stride, pad, dilation, masked,
+                                       ort_run, run_expr):
+    """Fractional offsets, some reaching past the input (zeros there), through ONNX
+    DeformConv in onnxruntime."""
+    x, w = rand(2, 8, 7, 6), rand(6 if groups != 4 else 8, 8 // groups, 3, 2)
+    oh = (7 + 2 * pad - dilation * 2 - 1) // stride + 1
+    ow = (6 + 2 * pad - dilation * 1 - 1) // stride + 1
+    offset = (rand(2, offset_groups * 6 * 2, oh, ow) * 2.5).astype("float32")
+    mask = np.abs(rand(2, offset_groups * 6, oh, ow)).astype("float32")
+    args = {"strides": (stride, stride), "padding": (pad, pad), "dilation": (dilation, dilation),
+            "deformable_groups": offset_groups, "groups": groups}
+    v = {k: relay.var(k, shape=a.shape) for k, a in {"x": x, "w": w, "o": offset,
+                                                      "m": mask}.items()}
+    call = relay.nn.modulated_deformable_conv2d(v["x"], v["o"], v["w"], v["m"], **args) \
+        if masked else relay.nn.deformable_conv2d(v["x"], v["o"], v["w"], **args)
+    feeds = {"x": x, "w": w, "o": offset, **({"m": mask} if masked else {})}
+    want = ort_run("DeformConv", feeds, {
+        "strides": [stride] * 2, "pads": [pad] * 4, "dilations": [dilation] * 2,
+        "group": groups, "offset_group": offset_groups},
+        node_inputs=["x", "w", "o", "", "m"] if masked else ["x", "w", "o"], opset=19)[0]
+    check_type(call, want)
+    np.testing.assert_allclose(run_expr(call, **feeds), want, rtol=1e-4, atol=1e-4)
+
+
+def test_deformable_conv2d_with_zero_offsets_is_conv2d(run_expr):
+    x, w = rand(1, 4, 6, 6), rand(5, 4, 3, 3)
+    offset = np.zeros((1, 18, 4, 4), "float32")
+    call = relay.nn.deformable_conv2d(relay.var("x", shape=x.shape),
+                                      relay.var("o", shape=offset.shape),
+                                      relay.var("w", shape=w.shape))
+    want = run_expr(relay.nn.conv2d(relay.var("x", shape=x.shape),
+                                    relay.var("w", shape=w.shape)), x=x, w=w)
+    np.testing.assert_allclose(run_expr(call, x=x, o=offset, w=w), want, rtol=1e-5, atol=1e-5)

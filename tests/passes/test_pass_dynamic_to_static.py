@@ -79,17 +79,19 @@ def test_binding_the_input_lets_the_build_specialise() -> None:
     ("scales", [1.0, 1.0, 0.6, 1.7], (), "stretch"),
     ("sizes", [7, 3], (3, 2), "not_smaller"),
 ])
-def test_onnx_resize_operands_specialise_keeping_the_given_scales(kind, values, axes,
-                                                                  policy) -> None:
+@pytest.mark.parametrize("antialias", [False, True])
+def test_onnx_resize_operands_specialise_keeping_the_given_scales(kind, values, axes, policy,
+                                                                  antialias) -> None:
     image = np.arange(40, dtype="float32").reshape(1, 2, 4, 5)
     x = relay.var("x", shape=image.shape)
     dtype = "float32" if kind == "scales" else "int64"
     operand = relay.const(np.array(values, dtype), dtype)
     y = relay.dyn.image.resize2d(x, relay.const(np.zeros(0, "float32")), operand,
                                  method="cubic", onnx_kind=kind, axes=axes,
-                                 keep_aspect_ratio_policy=policy)
+                                 keep_aspect_ratio_policy=policy, antialias=antialias)
     before = InferType()(IRModule.from_expr(relay.Function([x], y)))
     after = DynamicToStatic()(before)
     assert _ops(after) == ["image.resize2d"]
+    assert bool(after["main"].body.attrs.get("antialias")) is antialias
     np.testing.assert_allclose(evaluate(after, {"x": image}), evaluate(before, {"x": image}),
                                rtol=1e-6)

@@ -117,6 +117,7 @@ POOLS = [  # (nd, kernel, stride, pads, ceil_mode, count_include_pad)
     (1, [3], [1], [1, 1], 0, 1), (3, [2, 2, 2], [2, 2, 2], [0] * 6, 0, 0),
     (3, [1, 3, 3], [1, 2, 2], [0, 1, 1, 0, 1, 1], 0, 1),
     (3, [3, 3, 3], [2, 2, 2], [0] * 6, 1, 0),
+    (1, [3], [3], [0, 2], 1, 1),  # ceil_mode: the window that would start in the pad is dropped
 ]
 
 

@@ -292,9 +292,16 @@ def _gather_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     return TensorType(indices.shape, data.dtype)
 
 
-define_op("gather", ("data", "indices"), _gather_rel, INJECTIVE,
-          lambda xs, attrs: np.take_along_axis(xs[0], xs[1].astype(np.int64),
-                                               axis=int(attrs.axis)),
+def _gather_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    """out[..., i, ...] = data[..., indices[..., i, ...], ...]; off the axis, indices may be
+    shorter than data (only the leading part of data is read)."""
+    data, indices = xs
+    axis = int(attrs.axis) % data.ndim
+    lead = tuple(slice(None) if a == axis else slice(0, n) for a, n in enumerate(indices.shape))
+    return np.take_along_axis(data[lead], indices.astype(np.int64), axis=axis)
+
+
+define_op("gather", ("data", "indices"), _gather_rel, INJECTIVE, _gather_compute,
           attrs_type_key="relay.attrs.GatherAttrs")
 
 

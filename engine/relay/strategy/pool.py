@@ -9,6 +9,7 @@ from typing import Any, cast
 import engine.te as te
 from engine.ir.attrs import Attrs
 from engine.ir.type import Type
+from engine.relay.op.nn._nd import out_len
 from engine.relay.strategy.base import (
     ELEMWISE,
     OpStrategy,
@@ -38,11 +39,8 @@ def _window(attrs: Attrs, h: int, w: int) -> tuple[list[int], list[int], int, in
     top, left, bottom, right = (int(p) for p in attrs.padding)
     (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
     ceil = bool(attrs.get("ceil_mode"))
-
-    def size(n: int, k: int, s: int, d: int, lo: int, hi: int) -> int:
-        span = n + lo + hi - d * (k - 1) - 1
-        return (span + (s - 1 if ceil else 0)) // s + 1
-    oh, ow = size(h, kh, sh, dh, top, bottom), size(w, kw, sw, dw, left, right)
+    oh = cast(int, out_len(h, kh, sh, dh, top, bottom, ceil))
+    ow = cast(int, out_len(w, kw, sw, dw, left, right, ceil))
     bottom = max(bottom, (oh - 1) * sh + dh * (kh - 1) + 1 - h - top)
     right = max(right, (ow - 1) * sw + dw * (kw - 1) + 1 - w - left)
     return [top, left], [bottom, right], oh, ow

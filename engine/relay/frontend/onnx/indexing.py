@@ -6,31 +6,18 @@ from __future__ import annotations
 import numpy as np
 
 import engine.relay as relay
-from engine.ir.expr import Expr
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
-from engine.relay.frontend.onnx.util import norm_axis
-
-
-def _wrapped_indices(ctx: NodeContext, index: int, dims: list[int | None]) -> Expr:
-    """The indices input with negative entries made positive when they are known at import
-    time (`dims[j]` is the size indexed by position j of the last index axis, or of the
-    whole tensor when `dims` has one entry)."""
-    known = ctx.value(index)
-    if known is None or not (np.asarray(known) < 0).any() or any(d is None for d in dims):
-        return ctx.input(index)
-    sizes = np.asarray(dims, dtype=known.dtype)
-    fixed = np.where(known < 0, known + sizes, known).astype(known.dtype)
-    return relay.const(fixed, str(fixed.dtype))
+from engine.relay.frontend.onnx.util import norm_axis, wrap_negative, wrapped_indices
 
 
 @converter("GatherND", since=11)
 def gather_nd(ctx: NodeContext) -> ConvertResult:
     batch = int(ctx.attr("batch_dims", 0))
-    data_shape, idx_shape = ctx.shape(0), ctx.shape(1)
+    idx_shape = ctx.shape(1)
     depth = idx_shape[-1]
     if depth is None:
         raise ctx.fail("the last dimension of indices must be static")
-    indices = _wrapped_indices(ctx, 1, list(data_shape[batch:batch + depth]))
+    indices = wrapped_indices(ctx, 1, list(range(batch, batch + int(depth))))
     rank = len(idx_shape)
     # ONNX keeps the index tuple on the last axis, Relay on the first
     moved = relay.transpose(indices, axes=[rank - 1, *range(rank - 1)])
@@ -41,7 +28,7 @@ def gather_nd(ctx: NodeContext) -> ConvertResult:
 def gather_elements(ctx: NodeContext) -> ConvertResult:
     rank = ctx.rank(0)
     axis = norm_axis(int(ctx.attr("axis", 0)), rank)
-    indices = _wrapped_indices(ctx, 1, [ctx.shape(0)[axis]])
+    indices = wrapped_indices(ctx, 1, [axis])
     return relay.gather(ctx.input(0), axis, indices)
 
 
@@ -89,8 +76,7 @@ def _dyn_one_hot(ctx: NodeContext) -> ConvertResult:
     dtype = ctx.dtype(2)
     depth = relay.reshape(relay.cast(ctx.input(1), "int64"), [])
     indices = relay.cast(ctx.input(0), "int64")
-    wrapped = relay.where(relay.less(indices, relay.const(0, "int64")),
-                          relay.add(indices, depth), indices)
+    wrapped = wrap_negative(indices, depth, "int64")
     values = ctx.input(2)
     on = relay.reshape(relay.strided_slice(values, [1], [2]), [])
     off = relay.reshape(relay.strided_slice(values, [0], [1]), [])
@@ -108,8 +94,7 @@ def one_hot(ctx: NodeContext) -> ConvertResult:
     indices = ctx.input(0)
     idx_dtype = ctx.dtype(0)
     # ONNX: negative indices count from the end of the depth
-    wrapped = relay.where(relay.less(indices, relay.const(0, idx_dtype)),
-                          relay.add(indices, relay.const(depth, idx_dtype)), indices)
+    wrapped = wrap_negative(indices, relay.const(depth, idx_dtype), idx_dtype)
     return relay.one_hot(wrapped, relay.const(values[1], dtype), relay.const(values[0], dtype),
                          depth=depth, axis=int(ctx.attr("axis", -1)), dtype=dtype)
 

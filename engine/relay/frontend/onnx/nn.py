@@ -36,16 +36,38 @@ def _with_bias(ctx: NodeContext, out: Expr) -> Expr:
     return relay.nn.bias_add(out, ctx.input(2), axis=1) if ctx.has(2) else out
 
 
-@converter("Conv")
-def conv(ctx: NodeContext) -> ConvertResult:
-    w_shape = ctx.static_shape(1)
+def conv_of(ctx: NodeContext, x: Expr, w: Expr, w_index: int = 1) -> Expr:
+    """The convolution of `x` by `w` under the node's attributes (`w_index`: the input
+    whose shape `w` has), without the bias."""
+    w_shape = ctx.static_shape(w_index)
     kernel = [int(k) for k in ctx.attr("kernel_shape", w_shape[2:])]
     strides, dilations, pads = _window(ctx, kernel)
     fn = _nn(ctx, _CONV, len(kernel))
-    out = fn(ctx.input(0), ctx.input(1), strides=strides, padding=relay_padding(pads),
-             dilation=dilations, groups=int(ctx.attr("group", 1)), channels=w_shape[0],
-             kernel_size=kernel)
-    return _with_bias(ctx, out)
+    return fn(x, w, strides=strides, padding=relay_padding(pads), dilation=dilations,
+              groups=int(ctx.attr("group", 1)), channels=w_shape[0], kernel_size=kernel)
+
+
+@converter("Conv")
+def conv(ctx: NodeContext) -> ConvertResult:
+    return _with_bias(ctx, conv_of(ctx, ctx.input(0), ctx.input(1)))
+
+
+@converter("DeformConv", since=19)
+def deform_conv(ctx: NodeContext) -> ConvertResult:
+    """Inputs X, W, offset, optional B and mask (2-D only, as Relay's deformable conv)."""
+    w_shape = ctx.static_shape(1)
+    kernel = [int(k) for k in ctx.attr("kernel_shape", w_shape[2:])]
+    if len(kernel) != 2:
+        raise ctx.fail(f"{len(kernel)}-D deformable convolution is not supported (2-D is)")
+    strides, dilations, pads = _window(ctx, kernel)
+    kwargs: dict[str, Any] = {
+        "strides": strides, "padding": relay_padding(pads), "dilation": dilations,
+        "deformable_groups": int(ctx.attr("offset_group", 1)),
+        "groups": int(ctx.attr("group", 1)), "channels": w_shape[0], "kernel_size": kernel}
+    x, offset, w = ctx.input(0), ctx.input(2), ctx.input(1)
+    out = relay.nn.modulated_deformable_conv2d(x, offset, w, ctx.input(4), **kwargs) \
+        if ctx.has(4) else relay.nn.deformable_conv2d(x, offset, w, **kwargs)
+    return relay.nn.bias_add(out, ctx.input(3), axis=1) if ctx.has(3) else out
 
 
 @converter("ConvTranspose")
@@ -56,30 +78,43 @@ def conv_transpose(ctx: NodeContext) -> ConvertResult:
     strides = [int(s) for s in ctx.attr("strides", [1] * nd)]
     dilations = [int(d) for d in ctx.attr("dilations", [1] * nd)]
     out_pad = [int(p) for p in ctx.attr("output_padding", [0] * nd)]
-    pads = _transpose_pads(ctx, kernel, strides, dilations, out_pad)
+    pads, grow = _transpose_pads(ctx, kernel, strides, dilations, out_pad)
     fn = _nn(ctx, _CONV_T, nd)
     out = fn(ctx.input(0), ctx.input(1), strides=strides, padding=relay_padding(pads),
              dilation=dilations, groups=groups, channels=w_shape[1] * groups, kernel_size=kernel,
              output_padding=out_pad)
+    if any(grow):  # an output_shape beyond the full output: zeros (then the bias) at the end
+        out = relay.nn.pad(out, [(0, 0), (0, 0)] + [(0, g) for g in grow])
     return _with_bias(ctx, out)
 
 
 def _transpose_pads(ctx: NodeContext, kernel: list[int], strides: list[int],
-                    dilations: list[int], out_pad: list[int]) -> list[int]:
+                    dilations: list[int], out_pad: list[int]) -> tuple[list[int], list[int]]:
+    """The pads (begins then ends) and how far to grow each spatial axis at its end. With
+    `output_shape` (or SAME auto_pad) the pads are derived from the wanted output size: the
+    odd one goes to the end for SAME_UPPER, to the begin otherwise (the spec's rule); an
+    output larger than the full, unpadded one grows at the end (as onnxruntime does)."""
     output_shape = ctx.attr("output_shape")
     auto_pad = ctx.attr("auto_pad", "NOTSET")
+    nd = len(kernel)
     if output_shape is None and auto_pad in ("NOTSET", "", "VALID"):
-        return [int(p) for p in ctx.attr("pads", [0] * (2 * len(kernel)))]
+        return [int(p) for p in ctx.attr("pads", [0] * (2 * nd))], [0] * nd
     spatial = ctx.static_shape(0)[2:]
-    targets = list(output_shape)[-len(kernel):] if output_shape is not None else [
+    targets = list(output_shape)[-nd:] if output_shape is not None else [
         s * st for s, st in zip(spatial, strides)]
-    begins, ends = [], []
+    begins, ends, grow = [], [], []
     for size, k, s, d, op, target in zip(spatial, kernel, strides, dilations, out_pad, targets):
-        total = max(0, s * (size - 1) + op + (k - 1) * d + 1 - int(target))
-        lower = auto_pad == "SAME_LOWER"
-        begins.append(total - total // 2 if lower else total // 2)
-        ends.append(total // 2 if lower else total - total // 2)
-    return begins + ends
+        total = s * (size - 1) + op + (k - 1) * d + 1 - int(target)
+        if -total >= s:
+            raise ctx.fail(f"output_shape {list(output_shape or [])} does not fit the input "
+                           f"(size {size}, kernel {k}, stride {s}): a transposed convolution "
+                           f"of it is at most {target + total + s - 1} long")
+        grow.append(max(0, -total))
+        total = max(0, total)
+        small, big = total // 2, total - total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else big)
+        ends.append(big if auto_pad == "SAME_UPPER" else small)
+    return begins + ends, grow
 
 
 @converter("BatchNormalization")
@@ -201,11 +236,47 @@ def log_softmax(ctx: NodeContext) -> ConvertResult:
 
 @converter("MaxPool")
 def max_pool(ctx: NodeContext) -> ConvertResult:
+    """The maxima, and when read the Indices output: each maximum's flat index into the
+    input (nn.max_pool_argmax, row- or column-major by storage_order)."""
     kernel = [int(k) for k in ctx.attr("kernel_shape")]
     strides, dilations, pads = _window(ctx, kernel)
     fn = _nn(ctx, _MAX_POOL, len(kernel))
-    return fn(ctx.input(0), pool_size=kernel, strides=strides, dilation=dilations,
-              padding=relay_padding(pads), ceil_mode=bool(ctx.attr("ceil_mode", 0)))
+    ceil_mode = bool(ctx.attr("ceil_mode", 0))
+    out = fn(ctx.input(0), pool_size=kernel, strides=strides, dilation=dilations,
+             padding=relay_padding(pads), ceil_mode=ceil_mode)
+    if len(ctx.output_names) < 2 or not ctx.output_names[1]:
+        return out
+    indices = relay.nn.max_pool_argmax(ctx.input(0), kernel, strides, dilations,
+                                       relay_padding(pads), ceil_mode,
+                                       int(ctx.attr("storage_order", 0)))
+    return [out, indices]
+
+
+@converter("MaxUnpool", since=9)
+def max_unpool(ctx: NodeContext) -> ConvertResult:
+    """Zeros with each value of X put at its flat index (MaxPool's Indices) into the output:
+    output_shape when given (the indices count in it, as onnxruntime reads them), else
+    (in - 1) * stride + kernel - pads per spatial axis."""
+    kernel = [int(k) for k in ctx.attr("kernel_shape")]
+    nd = len(kernel)
+    strides = [int(s) for s in ctx.attr("strides", [1] * nd)]
+    pads = [int(p) for p in ctx.attr("pads", [0] * (2 * nd))]
+    indices = relay.reshape(ctx.input(1), newshape=[-1])
+    updates = relay.reshape(ctx.input(0), newshape=[-1])
+    if ctx.has(2) and ctx.value(2) is None:  # output_shape computed at run time
+        target = relay.cast(ctx.input(2), "int64")
+        size = relay.reshape(relay.prod(target, keepdims=True), newshape=[1])
+        flat = relay.dyn.zeros(size, ctx.dtype(0))
+        return relay.dyn.reshape(relay.scatter_elements(flat, indices, updates, axis=0), target)
+    if ctx.has(2):
+        out_shape = ctx.ints(2, "output_shape")
+    else:
+        shape = ctx.static_shape(0)
+        out_shape = [*shape[:2], *((shape[2 + a] - 1) * strides[a] + kernel[a] - pads[a]
+                                   - pads[a + nd] for a in range(nd))]
+    flat = relay.zeros([int(np.prod(out_shape))], ctx.dtype(0))
+    return relay.reshape(relay.scatter_elements(flat, indices, updates, axis=0),
+                         newshape=out_shape)
 
 
 @converter("AveragePool")
@@ -272,13 +343,17 @@ def gemm(ctx: NodeContext) -> ConvertResult:
 
 @converter("MatMul")
 def matmul(ctx: NodeContext) -> ConvertResult:
-    a, b = ctx.input(0), ctx.input(1)
-    a_shape, b_shape = ctx.shape(0), ctx.shape(1)
+    return matmul_of(ctx, ctx.input(0), ctx.input(1))
+
+
+def matmul_of(ctx: NodeContext, a: Expr, b: Expr, b_index: int = 1) -> Expr:
+    """numpy.matmul of `a` and `b`, shaped as inputs 0 and `b_index`."""
+    a_shape, b_shape = ctx.shape(0), ctx.shape(b_index)
     if len(a_shape) == 1 or len(b_shape) == 1:
         return _matmul_vector(ctx, a, b, a_shape, b_shape)
     if len(b_shape) == 2:
         return _matmul_dense(ctx, a, b, a_shape, b_shape)
-    return _matmul_batch(ctx, a, b, ctx.static_shape(0), ctx.static_shape(1))
+    return _matmul_batch(ctx, a, b, ctx.static_shape(0), ctx.static_shape(b_index))
 
 
 def _matmul_dense(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple, b_shape: tuple) -> Expr:

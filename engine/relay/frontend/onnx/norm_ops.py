@@ -1,5 +1,5 @@
 """ONNX normalisations and p-norm ops composed from Relay ops: Hardmax, LpNormalization,
-LpPool and GroupNormalization."""
+LpPool, GroupNormalization, InstanceNormalization and MeanVarianceNormalization."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import engine.relay as relay
 from engine.ir.expr import Expr
 from engine.relay.frontend.onnx.nn import _AVG_POOL, _nn, _window
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
-from engine.relay.frontend.onnx.util import norm_axis, relay_padding
+from engine.relay.frontend.onnx.util import norm_axes, norm_axis, relay_padding
 
 
 def _hardmax_2d(x: Expr, axis: int, depth: int, dtype: str) -> Expr:
@@ -74,17 +74,41 @@ def _per_channel(ctx: NodeContext, index: int, groups: int, channels: int) -> Ex
     return relay.reshape(param, newshape=[channels] + [1] * (ctx.rank(0) - 2))
 
 
+def _standardize(x: Expr, axes: list[int], eps: float, dtype: str) -> Expr:
+    """(x - mean) / sqrt(variance + eps) over `axes` (the biased variance)."""
+    centered = relay.subtract(x, relay.mean(x, axis=axes, keepdims=True))
+    var = relay.mean(relay.multiply(centered, centered), axis=axes, keepdims=True)
+    return relay.divide(centered, relay.sqrt(relay.add(var, relay.const(eps, dtype))))
+
+
 @converter("GroupNormalization", since=18)
 def group_normalization(ctx: NodeContext) -> ConvertResult:
     shape = ctx.static_shape(0)
     groups, channels = int(ctx.attr("num_groups")), shape[1]
-    dtype = ctx.dtype(0)
     grouped = relay.reshape(ctx.input(0), newshape=[shape[0], groups, -1])
-    mean = relay.mean(grouped, axis=[2], keepdims=True)
-    centered = relay.subtract(grouped, mean)
-    var = relay.mean(relay.multiply(centered, centered), axis=[2], keepdims=True)
-    eps = relay.const(float(ctx.attr("epsilon", 1e-5)), dtype)
-    normed = relay.reshape(relay.divide(centered, relay.sqrt(relay.add(var, eps))),
-                           newshape=list(shape))
+    normed = relay.reshape(_standardize(grouped, [2], float(ctx.attr("epsilon", 1e-5)),
+                                        ctx.dtype(0)), newshape=list(shape))
     scaled = relay.multiply(normed, _per_channel(ctx, 1, groups, channels))
     return relay.add(scaled, _per_channel(ctx, 2, groups, channels))
+
+
+@converter("InstanceNormalization", since=6)
+def instance_normalization(ctx: NodeContext) -> ConvertResult:
+    """Each (sample, channel) standardised over its spatial axes, then scale * y + B."""
+    rank = ctx.rank(0)
+    normed = _standardize(ctx.input(0), list(range(2, rank)),
+                          float(ctx.attr("epsilon", 1e-5)), ctx.dtype(0))
+    channel = [-1] + [1] * (rank - 2)
+    scaled = relay.multiply(normed, relay.reshape(ctx.input(1), newshape=channel))
+    return relay.add(scaled, relay.reshape(ctx.input(2), newshape=channel))
+
+
+@converter("MeanVarianceNormalization", since=9)
+def mean_variance_normalization(ctx: NodeContext) -> ConvertResult:
+    """(x - mean) / (sqrt(variance) + 1e-9) over `axes` (default N, H, W), as ONNX's
+    function body computes it."""
+    x, dtype = ctx.input(0), ctx.dtype(0)
+    axes = norm_axes(ctx.attr("axes", [0, 2, 3]), ctx.rank(0))
+    centered = relay.subtract(x, relay.mean(x, axis=axes, keepdims=True))
+    std = relay.sqrt(relay.mean(relay.multiply(centered, centered), axis=axes, keepdims=True))
+    return relay.divide(centered, relay.add(std, relay.const(1e-9, dtype)))

@@ -1,8 +1,14 @@
 """ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear with their float
-semantics (per tensor, per axis and blocked), composed from Relay ops. The integer QNN
-dialect (TVM's `qnn.quantize`) is a later step. Quantized types: 8-, 16-, 4- and 2-bit
-integers (int4 and int2 are ml_dtypes' types, one value per byte), float8 (saturating as
-Cast does, `saturate` attribute) and float4_e2m1fn."""
+semantics (per tensor, per axis and blocked), and the integer ops MatMulInteger,
+ConvInteger, QLinearMatMul and QLinearConv, composed from Relay ops. The integer QNN
+dialect (TVM's `qnn.*`) is a later step. Quantized types: 8-, 16-, 4- and 2-bit integers
+(int4 and int2 are ml_dtypes' types, one value per byte), float8 (saturating as Cast does,
+`saturate` attribute) and float4_e2m1fn; the integer ops take 8- and 16-bit integers.
+
+The integer ops compute exactly as onnxruntime does: operands minus their zero points in
+int32, products accumulated in int32; QLinear* then requantize in float32
+(accumulator * (scale_a * scale_b / scale_y)), round half to even, add the output zero
+point and saturate."""
 
 from __future__ import annotations
 
@@ -10,11 +16,13 @@ import engine.relay as relay
 from engine.ir.dtype import FLOAT8_WITH_FINITE_MAX, iinfo, is_float
 from engine.ir.expr import Expr
 from engine.relay.frontend.onnx.cast import cast_to
+from engine.relay.frontend.onnx.nn import conv_of, matmul_of
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 from engine.relay.frontend.onnx.util import norm_axis, onnx_dtype
 
 QUANT_INTS = ("uint8", "int8", "uint16", "int16", "uint4", "int4", "uint2", "int2")
 QUANT_FLOATS = (*FLOAT8_WITH_FINITE_MAX, "float4_e2m1fn")
+INTEGER_OP_TYPES = ("uint8", "int8", "uint16", "int16")  # what the integer ops take
 
 
 def _broadcastable(ctx: NodeContext, index: int) -> Expr:
@@ -110,3 +118,100 @@ def dynamic_quantize_linear(ctx: NodeContext) -> ConvertResult:
     zero_point = relay.cast(zp_float, "uint8")
     return [_quantize(x, scale, zero_point, dtype, "uint8"), scale, zero_point]
 
+
+# --- integer matmul and convolution ------------------------------------------------------
+def _vector_along(ctx: NodeContext, index: int, axis: int, rank: int) -> Expr:
+    """Input `index` (a scalar, or a vector with one value per position of `axis` of a
+    rank-`rank` operand) shaped to broadcast against that operand."""
+    param = ctx.input(index)
+    shape = ctx.shape(index)
+    if len(shape) == 0 or (len(shape) == 1 and shape[0] == 1):
+        return param
+    if len(shape) != 1:
+        raise ctx.fail(f"a scale or zero point of shape {shape} is not supported (a scalar "
+                       "or one value per row, column or channel is)")
+    return relay.reshape(param, newshape=[-1] + [1] * (rank - axis - 1))
+
+
+def _int32_operand(ctx: NodeContext, index: int, zp_index: int, zp_axis: int) -> Expr:
+    """Input `index` in int32 minus its zero point (input `zp_index`, when given), the zero
+    point per position of `zp_axis` when it is a vector."""
+    if ctx.dtype(index) not in INTEGER_OP_TYPES:
+        raise ctx.fail(f"{ctx.dtype(index)} operands are not supported (8- and 16-bit "
+                       "integers are)")
+    x = relay.cast(ctx.input(index), "int32")
+    if not ctx.has(zp_index):
+        return x
+    rank = ctx.rank(index)
+    zero_point = _vector_along(ctx, zp_index, zp_axis % rank, rank)
+    return relay.subtract(x, relay.cast(zero_point, "int32"))
+
+
+@converter("MatMulInteger", since=10)
+def matmul_integer(ctx: NodeContext) -> ConvertResult:
+    """int32 (A - a_zero_point) @ (B - b_zero_point); a zero point per row of A, per column
+    of B."""
+    a = _int32_operand(ctx, 0, 2, -2)
+    b = _int32_operand(ctx, 1, 3, -1)
+    return matmul_of(ctx, a, b)
+
+
+@converter("ConvInteger", since=10)
+def conv_integer(ctx: NodeContext) -> ConvertResult:
+    """int32 conv of (x - x_zero_point) by (w - w_zero_point): the padding is the zero
+    point (0 after the shift); w's zero point may be per output channel."""
+    x = _int32_operand(ctx, 0, 2, 1)
+    w = _int32_operand(ctx, 1, 3, 0)
+    return conv_of(ctx, x, w)
+
+
+def _requantize(ctx: NodeContext, acc: Expr, multiplier: Expr, zp_index: int,
+                dtype: str) -> Expr:
+    """int32 accumulator -> round_half_even(acc * multiplier) + zero point, saturated to
+    `dtype` (the multiplier in float32, as onnxruntime's requantization)."""
+    scaled = relay.round(relay.multiply(relay.cast(acc, "float32"), multiplier))
+    q = relay.cast(scaled, "int32")
+    if ctx.has(zp_index):
+        q = relay.add(q, relay.cast(ctx.input(zp_index), "int32"))
+    info = iinfo(dtype)
+    low, high = int(info.min), int(info.max)
+    return relay.cast(relay.clip(q, low, high), dtype)
+
+
+def _scale(ctx: NodeContext, index: int, axis: int, rank: int) -> Expr:
+    return relay.cast(_vector_along(ctx, index, axis, rank), "float32")
+
+
+def _out_dtype(ctx: NodeContext, zp_index: int) -> str:
+    dtype = ctx.dtype(zp_index) if ctx.has(zp_index) else ctx.dtype(0)
+    if dtype not in INTEGER_OP_TYPES:
+        raise ctx.fail(f"a {dtype} output is not supported (8- and 16-bit integers are)")
+    return dtype
+
+
+@converter("QLinearMatMul", since=10)
+def qlinear_matmul(ctx: NodeContext) -> ConvertResult:
+    """Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point;
+    a's scale and zero point may be per row, b's per column."""
+    a_rank, b_rank = ctx.rank(0), ctx.rank(3)
+    acc = matmul_of(ctx, _int32_operand(ctx, 0, 2, -2), _int32_operand(ctx, 3, 5, -1),
+                    b_index=3)
+    multiplier = relay.divide(relay.multiply(_scale(ctx, 1, max(a_rank - 2, 0), a_rank),
+                                             _scale(ctx, 4, b_rank - 1, b_rank)),
+                              _scale(ctx, 6, 0, 1))
+    return _requantize(ctx, acc, multiplier, 7, _out_dtype(ctx, 7))
+
+
+@converter("QLinearConv", since=10)
+def qlinear_conv(ctx: NodeContext) -> ConvertResult:
+    """Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point
+    and an int32 bias B (added to the accumulator); w's scale and zero point may be per
+    output channel."""
+    rank = ctx.rank(0)
+    acc = conv_of(ctx, _int32_operand(ctx, 0, 2, 1), _int32_operand(ctx, 3, 5, 0), w_index=3)
+    if ctx.has(8):
+        acc = relay.add(acc, relay.reshape(relay.cast(ctx.input(8), "int32"),
+                                           newshape=[-1] + [1] * (rank - 2)))
+    multiplier = relay.divide(relay.multiply(_scale(ctx, 1, 0, 1), _scale(ctx, 4, 1, rank)),
+                              _scale(ctx, 6, 0, 1))
+    return _requantize(ctx, acc, multiplier, 7, _out_dtype(ctx, 7))

@@ -125,7 +125,8 @@ def _resize(ctx: NodeContext, scales_index: int, sizes_index: int, coord_mode: s
         "rounding_method": ctx.attr("nearest_mode", rounding) if mode == "nearest" else "",
         "cubic_alpha": float(ctx.attr("cubic_coeff_a", -0.75)),
         "cubic_exclude": int(ctx.attr("exclude_outside", 0)),
-        "extrapolation_value": float(ctx.attr("extrapolation_value", 0.0))}
+        "extrapolation_value": float(ctx.attr("extrapolation_value", 0.0)),
+        "antialias": bool(ctx.attr("antialias", 0)) and mode != "nearest"}
     values, shape = ctx.value(operand), ctx.shape(0)
     roi = ctx.value(roi_index) if roi_given and roi_index is not None else np.zeros(0)
     if values is not None and roi is not None and all(d is not None for d in shape):
@@ -151,8 +152,6 @@ def resize_v10(ctx: NodeContext) -> ConvertResult:
 
 @converter("Resize", since=11)
 def resize(ctx: NodeContext) -> ConvertResult:
-    if ctx.attr("antialias", 0):
-        raise ctx.fail("antialiased resizing is not supported")
     mode = ctx.attr("coordinate_transformation_mode", "half_pixel")
     return _resize(ctx, 2, 3, mode, roi_index=1)
 

@@ -8,7 +8,7 @@ import engine.relay as relay
 from engine.ir.expr import Expr
 from engine.relay.frontend.common import check_elements
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
-from engine.relay.frontend.onnx.util import norm_axes, norm_axis
+from engine.relay.frontend.onnx.util import norm_axes, norm_axis, wrapped_indices
 
 INT_MAX = 2**63 - 1
 
@@ -186,13 +186,7 @@ def slice_(ctx: NodeContext) -> ConvertResult:
 def gather(ctx: NodeContext) -> ConvertResult:
     rank = ctx.rank(0)
     axis = norm_axis(int(ctx.attr("axis", 0)), rank)
-    indices = ctx.inputs[1]
-    known = ctx.value(1)
-    dim = ctx.shape(0)[axis]
-    if known is not None and dim is not None and (np.asarray(known) < 0).any():
-        fixed = np.where(known < 0, known + dim, known).astype(known.dtype)
-        indices = relay.const(fixed, str(fixed.dtype))
-    return relay.take(ctx.input(0), indices, axis=axis)
+    return relay.take(ctx.input(0), wrapped_indices(ctx, 1, [axis]), axis=axis)
 
 
 def _dyn_expand(ctx: NodeContext) -> ConvertResult:
@@ -351,7 +345,7 @@ def depth_to_space(ctx: NodeContext) -> ConvertResult:
 @converter("SpaceToDepth")
 def space_to_depth(ctx: NodeContext) -> ConvertResult:
     return relay.nn.space_to_depth(ctx.input(0), block_size=int(ctx.attr("blocksize")),
-                                   layout="NCHW")
+                                   layout="NCHW", mode=ctx.attr("mode", "DCR"))
 
 
 @converter("ArgMax", "ArgMin")

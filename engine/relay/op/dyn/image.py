@@ -50,7 +50,7 @@ def _resize_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
             attrs.get("keep_aspect_ratio_policy") or "stretch", roi, hw)
     out = resize_nchw(x, sizes, attrs.method, attrs.coordinate_transformation_mode,
                       attrs.rounding_method, attrs.cubic_alpha, bool(attrs.cubic_exclude), box,
-                      attrs.extrapolation_value, scales)
+                      attrs.extrapolation_value, scales, bool(attrs.get("antialias")))
     dtype = attrs.get("out_dtype") or data.dtype
     if np.dtype(dtype).kind in "iu":
         out = np.round(out)
@@ -65,8 +65,8 @@ def resize2d(data: Expr, roi: Expr, size: Expr, layout: str = "NCHW", method: st
              coordinate_transformation_mode: str = "half_pixel", rounding_method: str = "",
              cubic_alpha: float = -0.5, cubic_exclude: int = 0,
              extrapolation_value: float = 0.0, out_dtype: str = "", onnx_kind: str = "",
-             axes: Sequence[int] | None = None, keep_aspect_ratio_policy: str = "stretch"
-             ) -> Call:
+             axes: Sequence[int] | None = None, keep_aspect_ratio_policy: str = "stretch",
+             antialias: bool = False) -> Call:
     """image.resize2d with `size` (and `roi`) known at run time; with `onnx_kind` they are
     ONNX Resize's scales or sizes (and roi) per axis of `axes` (module docstring)."""
     attrs: dict[str, Any] = {
@@ -75,6 +75,8 @@ def resize2d(data: Expr, roi: Expr, size: Expr, layout: str = "NCHW", method: st
         "rounding_method": rounding_method, "cubic_alpha": float(cubic_alpha),
         "cubic_exclude": int(cubic_exclude), "extrapolation_value": float(extrapolation_value),
         "out_dtype": out_dtype}
+    if antialias:
+        attrs["antialias"] = True
     if onnx_kind:
         attrs.update(onnx_kind=onnx_kind, axes=tuple(int(a) for a in axes or ()),
                      keep_aspect_ratio_policy=keep_aspect_ratio_policy)

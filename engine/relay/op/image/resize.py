@@ -61,40 +61,50 @@ def _nearest_index(coords: np.ndarray, rounding: str) -> np.ndarray:
     return idx.astype(np.int64)
 
 
-def _cubic_weights(frac: np.ndarray, alpha: float) -> np.ndarray:
-    """Keys cubic kernel weights for taps at offsets -1, 0, 1, 2."""
-    def kernel(t: np.ndarray) -> np.ndarray:
+def _filter(method: str, alpha: float) -> tuple[Any, int]:
+    """The interpolation kernel of `method` as a function of the distance in input pixels,
+    and its support (weights vanish at distances >= support)."""
+    if method == "linear":
+        return (lambda t: np.clip(1.0 - np.abs(t), 0.0, 1.0)), 1
+
+    def keys(t: np.ndarray) -> np.ndarray:  # Keys' cubic convolution kernel
         t = np.abs(t)
         near = ((alpha + 2) * t - (alpha + 3)) * t * t + 1
         far = ((alpha * t - 5 * alpha) * t + 8 * alpha) * t - 4 * alpha
         return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
-    return np.stack([kernel(frac + 1), kernel(frac), kernel(1 - frac), kernel(2 - frac)], -1)
+    return keys, 2
 
 
 def axis_taps(out_size: int, in_size: int, method: str, ctm: str, rounding: str,
               cubic_alpha: float = -0.5, cubic_exclude: bool = False,
-              roi: tuple[float, float] = (0.0, 1.0), scale: float | None = None
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(indices (out, taps), weights (out, taps), in-bounds mask (out,)) along one axis."""
+              roi: tuple[float, float] = (0.0, 1.0), scale: float | None = None,
+              antialias: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indices (out, taps), weights (out, taps), in-bounds mask (out,)) along one axis.
+
+    Linear and cubic weigh the input pixels within the kernel's support around the source
+    coordinate; with `antialias` and a downscale (factor < 1) the kernel is stretched by
+    1 / factor (a low-pass filter, as ONNX Resize's antialias) and the weights normalised.
+    Taps past an edge read the edge pixel unless `cubic_exclude` (ONNX exclude_outside, for
+    either method) drops them."""
     coords = source_coords(out_size, in_size, ctm, roi, scale)
     inside = (coords >= 0) & (coords <= in_size - 1) if ctm == "tf_crop_and_resize" else \
         np.ones(out_size, dtype=bool)
     if method == "nearest_neighbor":
         idx = np.clip(_nearest_index(coords, rounding), 0, in_size - 1)[:, None]
         return idx, np.ones_like(idx, dtype=np.float64), inside
-    base = np.floor(coords)
-    frac = coords - base
-    if method == "linear":
-        idx = base[:, None].astype(np.int64) + np.array([0, 1])
-        weights = np.stack([1 - frac, frac], -1)
-    elif method == "cubic":
-        idx = base[:, None].astype(np.int64) + np.array([-1, 0, 1, 2])
-        weights = _cubic_weights(frac, cubic_alpha)
-        if cubic_exclude:
-            weights = np.where((idx >= 0) & (idx < in_size), weights, 0.0)
-            weights = weights / weights.sum(-1, keepdims=True)
-    else:
+    if method not in ("linear", "cubic"):
         raise ValueError(f"resize2d: unknown method {method!r}")
+    kernel, support = _filter(method, cubic_alpha)
+    factor = min(1.0, float(scale) if scale else out_size / in_size) if antialias else 1.0
+    reach = int(np.ceil(support / factor))
+    base = np.floor(coords).astype(np.int64)
+    idx = base[:, None] + np.arange(1 - reach, reach + 1)
+    weights = kernel((idx - coords[:, None]) * factor)
+    if cubic_exclude:
+        weights = np.where((idx >= 0) & (idx < in_size), weights, 0.0)
+    if cubic_exclude or factor < 1.0:
+        total = weights.sum(-1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
     return np.clip(idx, 0, in_size - 1), weights, inside
 
 
@@ -112,9 +122,10 @@ def _resize_axis(x: np.ndarray, axis: int, taps: tuple[np.ndarray, np.ndarray, n
 def resize_nchw(x: np.ndarray, size: Sequence[int], method: str, ctm: str, rounding: str,
                 cubic_alpha: float = -0.5, cubic_exclude: bool = False,
                 roi: Sequence[float] = (0.0, 0.0, 1.0, 1.0),
-                extrapolation: float = 0.0, scales: Sequence[float] | None = None) -> np.ndarray:
+                extrapolation: float = 0.0, scales: Sequence[float] | None = None,
+                antialias: bool = False) -> np.ndarray:
     """Resize the H and W axes of an NCHW array (`scales`: the (H, W) factors the coordinate
-    transformation uses, by default output / input size)."""
+    transformation uses, by default output / input size; `antialias`: see `axis_taps`)."""
     if not rounding and method == "nearest_neighbor":
         rounding = "round" if ctm == "align_corners" else "floor"
     out = x
@@ -122,7 +133,7 @@ def resize_nchw(x: np.ndarray, size: Sequence[int], method: str, ctm: str, round
     for axis, (new, start, end, scale) in zip((2, 3), ((size[0], roi[0], roi[2], factors[0]),
                                                          (size[1], roi[1], roi[3], factors[1]))):
         taps = axis_taps(int(new), x.shape[axis], method, ctm, rounding, cubic_alpha,
-                         cubic_exclude, (start, end), scale)
+                         cubic_exclude, (start, end), scale, antialias)
         out = _resize_axis(out, axis, taps, extrapolation)
     return out
 
@@ -141,7 +152,8 @@ def _resize_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     roi = attrs.get("roi") or (0.0, 0.0, 1.0, 1.0)
     out = resize_nchw(x, attrs.size, attrs.method, attrs.coordinate_transformation_mode,
                       attrs.rounding_method, attrs.cubic_alpha, bool(attrs.cubic_exclude), roi,
-                      attrs.extrapolation_value, attrs.get("scales"))
+                      attrs.extrapolation_value, attrs.get("scales"),
+                      bool(attrs.get("antialias")))
     dtype = attrs.get("out_dtype") or xs[0].dtype
     if np.dtype(dtype).kind in "iu":
         out = np.round(out)
@@ -156,9 +168,10 @@ def resize2d(data: Expr, size: Any, roi: Any = None, layout: str = "NCHW",
              method: str = "linear", coordinate_transformation_mode: str = "half_pixel",
              rounding_method: str = "", cubic_alpha: float = -0.5, cubic_exclude: int = 0,
              extrapolation_value: float = 0.0, out_dtype: str = "",
-             scales: Sequence[float] | None = None) -> Call:
+             scales: Sequence[float] | None = None, antialias: bool = False) -> Call:
     """Resize H and W to `size` (TVM's relay.image.resize2d); `scales` (H, W), when given,
-    are the factors the coordinate transformation divides by (ONNX Resize's `scales`)."""
+    are the factors the coordinate transformation divides by (ONNX Resize's `scales`);
+    `antialias` low-pass filters a linear or cubic downscale (ONNX Resize's antialias)."""
     attrs: dict[str, Any] = {
         "size": tuple(int(s) for s in size),
         "roi": None if roi is None else tuple(float(r) for r in roi),
@@ -169,6 +182,8 @@ def resize2d(data: Expr, size: Any, roi: Any = None, layout: str = "NCHW",
         "out_dtype": out_dtype}
     if scales:
         attrs["scales"] = tuple(float(v) for v in scales)
+    if antialias:
+        attrs["antialias"] = True
     return make_call("image.resize2d", (data,), attrs, RESIZE_KEY)
 
 

@@ -64,16 +64,6 @@ def pair_or_none(value: Any) -> tuple[int, int] | None:
     return None if value is None else pair(value)
 
 
-def out_size(size: Dim, kernel: Dim, stride: int, dilation: int, pad_before: int,
-             pad_after: int, ceil_mode: bool = False) -> Dim:
-    if not isinstance(size, int) or not isinstance(kernel, int):
-        return size if not isinstance(size, int) else kernel
-    span = size + pad_before + pad_after - dilation * (kernel - 1) - 1
-    if ceil_mode:
-        span += stride - 1
-    return span // stride + 1
-
-
 def check_positive(values: Sequence[Dim], what: str, index: int, ty: TensorType) -> None:
     for v in values:
         if isinstance(v, int) and v <= 0:

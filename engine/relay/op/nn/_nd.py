@@ -65,13 +65,16 @@ def pad_tuple_nd(padding: Any, nd: int) -> tuple[int, ...]:
 
 def out_len(size: Dim, kernel: Dim, stride: int, dilation: int, before: int, after: int,
             ceil_mode: bool = False) -> Dim:
-    """Output length of a window op along one axis (a dynamic dim stays dynamic)."""
+    """Output length of a window op along one axis (a dynamic dim stays dynamic). In
+    ceil_mode a last window that would start in the end padding is dropped (as PyTorch and
+    ONNX do): every window starts inside the input or its begin padding."""
     if not isinstance(size, int) or not isinstance(kernel, int):
         return size if not isinstance(size, int) else kernel
     span = size + before + after - dilation * (kernel - 1) - 1
-    if ceil_mode:
-        span += stride - 1
-    return span // stride + 1
+    if not ceil_mode:
+        return span // stride + 1
+    out = (span + stride - 1) // stride + 1
+    return out - 1 if (out - 1) * stride >= size + before else out
 
 
 def pad_spatial(x: np.ndarray, pads: Sequence[int], value: float = 0.0) -> np.ndarray:

@@ -16,13 +16,12 @@ from engine.relay.op.nn._layout import (
     check_positive,
     dims,
     from_canonical,
-    out_size,
     pad_tuple2d,
     pair,
     pair_or_none,
     to_canonical,
 )
-from engine.relay.op.nn._nd import accumulator_dtype
+from engine.relay.op.nn._nd import accumulator_dtype, out_len
 from engine.relay.op.op import OUT_ELEMWISE_FUSABLE, TypeRelationError, define_op, make_call
 
 CONV2D_KEY = "relay.attrs.Conv2DAttrs"
@@ -56,8 +55,8 @@ def _conv2d_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         check_dim(kh, int(attrs.kernel_size[0]), 1, "kernel height", weight)
         check_dim(kw, int(attrs.kernel_size[1]), 1, "kernel width", weight)
     top, left, bottom, right = attrs.padding
-    oh = out_size(h, kh, attrs.strides[0], attrs.dilation[0], top, bottom)
-    ow = out_size(w, kw, attrs.strides[1], attrs.dilation[1], left, right)
+    oh = out_len(h, kh, attrs.strides[0], attrs.dilation[0], top, bottom)
+    ow = out_len(w, kw, attrs.strides[1], attrs.dilation[1], left, right)
     check_positive([oh, ow], "output (kernel larger than padded input)", 0, data)
     out_layout = attrs.get("out_layout") or attrs.data_layout
     by_letter = {"N": n, "C": o, "H": oh, "W": ow}

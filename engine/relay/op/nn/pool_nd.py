@@ -40,7 +40,7 @@ def _out_type(data: TensorType, attrs: Attrs, nd: int, spatial: Sequence[Dim]) -
                       data.dtype)
 
 
-def _out_sizes(size: Sequence[Dim], attrs: Attrs, nd: int) -> list[Dim]:
+def pool_out_sizes(size: Sequence[Dim], attrs: Attrs, nd: int) -> list[Dim]:
     pads, ceil = attrs.padding, bool(attrs.ceil_mode)
     return [out_len(size[a], attrs.pool_size[a], attrs.strides[a], attrs.dilation[a], pads[a],
                     pads[a + nd], ceil) for a in range(nd)]
@@ -50,15 +50,15 @@ def _pool_rel(nd: int) -> Any:
     def rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
         check_arity(arg_types, 1)
         data = tensor_arg(arg_types, 0)
-        out = _out_sizes(dims(data, attrs.layout, SPATIAL[nd], 0), attrs, nd)
+        out = pool_out_sizes(dims(data, attrs.layout, SPATIAL[nd], 0), attrs, nd)
         check_positive(out, "output (pool window larger than padded input)", 0, data)
         return _out_type(data, attrs, nd, out)
     return rel
 
 
-def _geometry(x: np.ndarray, attrs: Attrs, nd: int) -> tuple[list[int], list[int]]:
+def pool_geometry(x: np.ndarray, attrs: Attrs, nd: int) -> tuple[list[int], list[int]]:
     """Output sizes and the padding, with the ends grown for ceil_mode."""
-    out = [int(o) for o in _out_sizes(x.shape[2:], attrs, nd)]  # type: ignore[arg-type]
+    out = [int(o) for o in pool_out_sizes(x.shape[2:], attrs, nd)]  # type: ignore[arg-type]
     pads = list(attrs.padding)
     for a in range(nd):
         need = (out[a] - 1) * attrs.strides[a] + attrs.dilation[a] * (attrs.pool_size[a] - 1) + 1
@@ -80,7 +80,7 @@ def _finish(out: np.ndarray, attrs: Attrs, nd: int) -> np.ndarray:
 def _max_compute(nd: int) -> Any:
     def compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
         x = to_canonical(xs[0], attrs.layout, canonical_data(nd))
-        out, pads = _geometry(x, attrs, nd)
+        out, pads = pool_geometry(x, attrs, nd)
         low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
         windows = _window_taps(pad_spatial(x, pads, low), attrs, out)
         acc = windows[0].copy()
@@ -111,7 +111,7 @@ def _avg_counts(x: np.ndarray, attrs: Attrs, nd: int, out: Sequence[int],
 def _avg_compute(nd: int) -> Any:
     def compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
         x = to_canonical(xs[0], attrs.layout, canonical_data(nd))
-        out, pads = _geometry(x, attrs, nd)
+        out, pads = pool_geometry(x, attrs, nd)
         dtype = x.dtype if x.dtype.kind == "f" else np.dtype("float64")
         total = np.zeros((*x.shape[:2], *out), dtype=dtype)
         for tap in _window_taps(pad_spatial(x, pads, 0), attrs, out):

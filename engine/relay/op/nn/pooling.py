@@ -15,11 +15,11 @@ from engine.relay.op.nn._layout import (
     check_positive,
     dims,
     from_canonical,
-    out_size,
     pad_tuple2d,
     pair,
     to_canonical,
 )
+from engine.relay.op.nn._nd import out_len
 from engine.relay.op.op import OUT_ELEMWISE_FUSABLE, define_op, make_call
 
 MAX_KEY = "relay.attrs.MaxPool2DAttrs"
@@ -41,8 +41,8 @@ def _pool_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     top, left, bottom, right = attrs.padding
     ceil = bool(attrs.ceil_mode)
     kh, kw = attrs.pool_size
-    oh = out_size(h, kh, attrs.strides[0], attrs.dilation[0], top, bottom, ceil)
-    ow = out_size(w, kw, attrs.strides[1], attrs.dilation[1], left, right, ceil)
+    oh = out_len(h, kh, attrs.strides[0], attrs.dilation[0], top, bottom, ceil)
+    ow = out_len(w, kw, attrs.strides[1], attrs.dilation[1], left, right, ceil)
     check_positive([oh, ow], "output (pool window larger than padded input)", 0, data)
     return _out_shape(data, attrs.layout, attrs.get("out_layout", ""), oh, ow)
 
@@ -62,8 +62,8 @@ def _geometry(x: np.ndarray, attrs: Attrs) -> tuple[int, int, tuple[int, int, in
     ceil = bool(attrs.ceil_mode)
     h, w = x.shape[2], x.shape[3]
     kh, kw = attrs.pool_size
-    oh = out_size(h, kh, attrs.strides[0], attrs.dilation[0], top, bottom, ceil)
-    ow = out_size(w, kw, attrs.strides[1], attrs.dilation[1], left, right, ceil)
+    oh = out_len(h, kh, attrs.strides[0], attrs.dilation[0], top, bottom, ceil)
+    ow = out_len(w, kw, attrs.strides[1], attrs.dilation[1], left, right, ceil)
     assert isinstance(oh, int) and isinstance(ow, int)
     need_h = (oh - 1) * attrs.strides[0] + attrs.dilation[0] * (kh - 1) + 1
     need_w = (ow - 1) * attrs.strides[1] + attrs.dilation[1] * (kw - 1) + 1

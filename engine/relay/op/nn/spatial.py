@@ -103,7 +103,11 @@ def _s2d_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     x = to_canonical(xs[0], attrs.layout, "NCHW")
     n, c, h, w = x.shape
     b = int(attrs.block_size)
-    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    y = x.reshape(n, c, h // b, b, w // b, b)
+    if attrs.get("mode", "DCR") == "DCR":  # channel = (row, column, c), as TVM's
+        y = y.transpose(0, 3, 5, 1, 2, 4)
+    else:  # CRD: channel = (c, row, column)
+        y = y.transpose(0, 1, 3, 5, 2, 4)
     out = y.reshape(n, c * b * b, h // b, w // b)
     return np.ascontiguousarray(from_canonical(out, "NCHW", attrs.layout))
 
@@ -112,9 +116,10 @@ define_op("nn.space_to_depth", ("data",), _s2d_rel, INJECTIVE, _s2d_compute,
           attrs_type_key="relay.attrs.SubPixelAttrs")
 
 
-def space_to_depth(data: Expr, block_size: int, layout: str = "NCHW") -> Call:
+def space_to_depth(data: Expr, block_size: int, layout: str = "NCHW", mode: str = "DCR") -> Call:
+    """`mode` orders the output channels as depth_to_space reads them (DCR or CRD)."""
     return make_call("nn.space_to_depth", (data,), {"block_size": int(block_size),
-                                                    "layout": layout},
+                                                    "layout": layout, "mode": mode},
                      "relay.attrs.SubPixelAttrs")
 
 
