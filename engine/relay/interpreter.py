@@ -42,6 +42,7 @@ from engine.ir.expr import (
 )
 from engine.ir.module import IRModule
 from engine.ir.op import Op
+from engine.ir.type import TupleType, Type
 from engine.relay.analysis import free_vars
 from engine.relay.expr_functor import post_order
 from engine.runtime.ndarray import NDArray
@@ -285,11 +286,17 @@ def _shape_text(value: Value) -> str:
 
 
 # --- argument handling ----------------------------------------------------------------------
-def _to_numpy(value: Any, param: Var | None = None) -> np.ndarray:
+def _to_numpy(value: Any, param: Var | None = None) -> Any:
+    """An argument as numpy, in the dtype its parameter declares."""
+    return _coerce(value, param.type_annotation if param is not None else None)
+
+
+def _coerce(value: Any, ann: Type | None) -> Any:
+    if isinstance(ann, TupleType) and isinstance(value, (tuple, list)):  # a sequence
+        return tuple(_coerce(v, t) for v, t in zip(value, ann.fields))
     if isinstance(value, NDArray):
         value = value.numpy()
     arr = np.asarray(value)
-    ann = param.type_annotation if param is not None else None
     dtype = getattr(ann, "dtype", None)
     if dtype is not None and arr.dtype != np.dtype(dtype if dtype != "bool" else np.bool_):
         arr = arr.astype(dtype)
@@ -297,7 +304,7 @@ def _to_numpy(value: Any, param: Var | None = None) -> np.ndarray:
 
 
 def bind_arguments(func: Function, args: Sequence[Any], kwargs: Mapping[str, Any]
-                   ) -> list[np.ndarray]:
+                   ) -> list[Any]:
     """Positional args first, then the remaining params by name (TVM's executor rule)."""
     if len(args) > len(func.params):
         raise EvaluationError(f"too many arguments: function takes {len(func.params)}, "
