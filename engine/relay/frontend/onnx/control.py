@@ -24,12 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from engine.ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from engine.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from engine.ir.span import SpanLike
 from engine.ir.type import AnyDim, FuncType, TensorType, TupleType, Type
 from engine.relay import op as _op
 from engine.relay.expr import const
-from engine.relay.frontend.common import as_span
+from engine.relay.frontend.common import ConversionError, as_span
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, Subgraph, converter
 from engine.relay.frontend.onnx.util import norm_axis
 
@@ -80,6 +80,16 @@ def generalize(first: Type, later: Type) -> Type | None:
     return None
 
 
+def refined(ty: Type, info: onnx.ValueInfoProto) -> Type:
+    """`ty` with the dims it leaves unknown taken from the sub-graph's declared output
+    (a body computing its slice bounds at run time still declares `float[1]`)."""
+    declared = info.type.tensor_type.shape.dim if info.type.HasField("tensor_type") else []
+    if not isinstance(ty, TensorType) or len(declared) != ty.ndim:
+        return ty
+    return TensorType([d.dim_value if isinstance(a, AnyDim) and d.HasField("dim_value") else a
+                       for a, d in zip(ty.shape, declared)], ty.dtype)
+
+
 def carried_body(ctx: NodeContext, body: onnx.GraphProto, lead: list[Var], types: list[Type],
                  tail: Callable[[], list[Expr]], first_out: int) -> tuple[list[Var], Subgraph]:
     """Convert a loop body whose inputs are `lead` vars, then one var per loop-carried value
@@ -93,8 +103,10 @@ def carried_body(ctx: NodeContext, body: onnx.GraphProto, lead: list[Var], types
         nexts = sub.outputs[first_out:first_out + len(types)]
         if any(n is None for n in nexts):
             raise ctx.fail("a loop-carried value of the body is an empty optional")
-        wider = [generalize(t, ctx.importer.type_of(n)) for t, n in zip(types, nexts)]  # type: ignore[arg-type]
-        for info, ty in zip(body.output[first_out:], wider):
+        infos = body.output[first_out:]
+        wider = [generalize(t, refined(ctx.importer.type_of(n), info))  # type: ignore[arg-type]
+                 for t, n, info in zip(types, nexts, infos)]
+        for info, ty in zip(infos, wider):
             if ty is None:
                 raise ctx.fail(f"loop-carried value {info.name!r} changes its dtype, rank or "
                                "sequence length from one iteration to the next")
@@ -114,13 +126,14 @@ def _scalar(ctx: NodeContext, expr: Expr, dtype: str) -> Expr:
     return expr
 
 
-def _accumulator(ctx: NodeContext, value: Expr, axis: int, what: str
+def _accumulator(ctx: NodeContext, value: Expr, axis: int, info: onnx.ValueInfoProto
                  ) -> tuple[TensorType, Expr, int]:
-    """The accumulator of a per-iteration output: its type (`?` at `axis`), its empty
+    """The accumulator of per-iteration output `info`: its type (`?` at `axis`), its empty
     first value, and the axis normalized."""
-    ty = ctx.importer.type_of(value)
+    ty = refined(ctx.importer.type_of(value), info)
     if not isinstance(ty, TensorType) or not ty.is_static:
-        raise ctx.fail(f"{what} needs a static shape to be stacked, it has {ty}")
+        raise ctx.fail(f"scan output {info.name!r} needs a static shape to be stacked, it "
+                       f"has {ty}")
     axis = norm_axis(axis, ty.ndim + 1)
     shape = list(ty.concrete_shape)
     acc = TensorType([*shape[:axis], AnyDim(), *shape[axis:]], ty.dtype)
@@ -130,6 +143,10 @@ def _accumulator(ctx: NodeContext, value: Expr, axis: int, what: str
 def _append(acc: Expr, value: Expr, axis: int, reverse: bool) -> Expr:
     item = _op.expand_dims(value, axis)
     return _op.concatenate([item, acc] if reverse else [acc, item], axis)
+
+
+def _i64(value: int) -> Expr:
+    return const(np.int64(value), "int64")
 
 
 def _unpack(result: Expr, count: int) -> list[Expr]:
@@ -175,8 +192,50 @@ def _outputs(values: Sequence[Expr | None]) -> list[object]:
 
 
 # --- Loop ----------------------------------------------------------------------------------
+UNROLL_LIMIT = 64
+"""The most trips a Loop is unrolled to when it cannot be a function (a sequence that grows
+by one element per trip has another type on every trip)."""
+
+
 @converter("Loop", since=1)
 def loop(ctx: NodeContext) -> ConvertResult:
+    try:
+        return loop_function(ctx)
+    except ConversionError as err:
+        trips = ctx.value(0)
+        cond = ctx.value(1) if ctx.has(1) else np.array(True)
+        if trips is None or cond is None or int(np.asarray(trips).reshape(-1)[0]) > UNROLL_LIMIT:
+            raise
+        return unrolled_loop(ctx, int(np.asarray(trips).reshape(-1)[0]),
+                             bool(np.asarray(cond).reshape(-1)[0]), err)
+
+
+def unrolled_loop(ctx: NodeContext, trips: int, cond: bool, why: ConversionError
+                  ) -> list[object]:
+    """One copy of the body per trip, while the condition (which each copy must compute at
+    import time) holds."""
+    body = ctx.graph("body")
+    state = ctx.inputs[2:]
+    scans: list[list[Expr]] = [[] for _ in body.output[1 + len(state):]]
+    for k in range(trips):
+        if not cond:
+            break
+        sub = ctx.importer.import_subgraph(
+            body, [_i64(k), const(np.bool_(True)), *state], False, ctx.name)
+        if not isinstance(sub.outputs[0], Constant):
+            raise ctx.fail(f"{why}; and it cannot be unrolled (the loop condition is "
+                           "computed at run time)")
+        cond = bool(sub.outputs[0].data.numpy().reshape(-1)[0])
+        state = sub.outputs[1:1 + len(state)]
+        for column, value in zip(scans, sub.outputs[1 + len(state):]):
+            column.append(value)  # type: ignore[arg-type]
+    if scans and not scans[0]:
+        raise ctx.fail(f"{why}; unrolled, it runs no trip, so its scan outputs have no "
+                       "element type")
+    return [*_outputs(state), *(_op.stack(column, 0) for column in scans)]
+
+
+def loop_function(ctx: NodeContext) -> list[Expr]:
     body = ctx.graph("body")
     carried: list[Expr] = []
     for index in range(2, len(ctx.inputs)):
@@ -196,20 +255,20 @@ def loop(ctx: NodeContext) -> ConvertResult:
     for info, value in zip(body.output[1 + len(carried):], scans):
         if value is None:
             raise ctx.fail(f"scan output {info.name!r} is an empty optional")
-        acc_ty, empty, axis = _accumulator(ctx, value, 0, f"scan output {info.name!r}")
+        acc_ty, empty, axis = _accumulator(ctx, value, 0, info)
         acc = Var(f"{info.name}_acc", acc_ty, span=span)
         accs.append(acc)
         empties.append(empty)
         nexts_acc.append(_append(acc, value, axis, False))
     captured = [var for var, _ in sub.captures]
-    first_trips = _scalar(ctx, ctx.input(0), "int64") if ctx.has(0) else const(INT64_MAX)
+    first_trips = _scalar(ctx, ctx.input(0), "int64") if ctx.has(0) else _i64(INT64_MAX)
     first_cond = _scalar(ctx, ctx.input(1), "bool") if ctx.has(1) else const(True)
     parts = LoopParts(
         params=[i, trips, cond, *state, *accs, *captured],
-        inits=[const(np.int64(0)), first_trips, first_cond, *carried, *empties,
+        inits=[_i64(0), first_trips, first_cond, *carried, *empties,
                *(value for _, value in sub.captures)],
         keep_going=_op.logical_and(_op.less(i, trips), cond),
-        nexts=[i + const(np.int64(1)), trips, _scalar(ctx, outs[0], "bool"),  # type: ignore[arg-type]
+        nexts=[i + _i64(1), trips, _scalar(ctx, outs[0], "bool"),  # type: ignore[arg-type]
                *outs[1:1 + len(carried)], *nexts_acc, *captured],  # type: ignore[list-item]
         results=[*state, *accs])
     result = recursive_loop(f"{ctx.name}_loop", parts, span)
@@ -242,7 +301,7 @@ def scan_loop(ctx: NodeContext, body: onnx.GraphProto, states: list[Expr], xs: l
     x_vars = [Var(f"scan_input{k}", t, span=span) for k, t in enumerate(x_types)]
 
     def elements() -> list[Expr]:
-        last = const(np.int64(steps - 1))
+        last = _i64(steps - 1)
         return [_op.take(x, last - i if reverse else i, axis=axis)
                 for x, axis, reverse in zip(x_vars, axes, spec.in_reverse)]
 
@@ -253,8 +312,7 @@ def scan_loop(ctx: NodeContext, body: onnx.GraphProto, states: list[Expr], xs: l
     for k, (info, value) in enumerate(zip(body.output[len(states):], outs)):
         axis = spec.out_axes[k] if k < len(spec.out_axes) else 0
         reverse = spec.out_reverse[k] if k < len(spec.out_reverse) else False
-        acc_ty, empty, axis = _accumulator(ctx, value, axis,  # type: ignore[arg-type]
-                                           f"scan output {info.name!r}")
+        acc_ty, empty, axis = _accumulator(ctx, value, axis, info)  # type: ignore[arg-type]
         acc = Var(f"{info.name}_acc", acc_ty, span=span)
         accs.append(acc)
         empties.append(empty)
@@ -263,9 +321,9 @@ def scan_loop(ctx: NodeContext, body: onnx.GraphProto, states: list[Expr], xs: l
     captured = [var for var, _ in sub.captures]
     parts = LoopParts(
         params=[i, *state, *accs, *x_vars, *captured],
-        inits=[const(np.int64(0)), *states, *empties, *xs, *(v for _, v in sub.captures)],
-        keep_going=_op.less(i, const(np.int64(steps))),
-        nexts=[i + const(np.int64(1)), *sub.outputs[:len(states)], *nexts_acc,  # type: ignore[list-item]
+        inits=[_i64(0), *states, *empties, *xs, *(v for _, v in sub.captures)],
+        keep_going=_op.less(i, _i64(steps)),
+        nexts=[i + _i64(1), *sub.outputs[:len(states)], *nexts_acc,  # type: ignore[list-item]
                *x_vars, *captured],
         results=[*state, *accs])
     result = _unpack(recursive_loop(f"{ctx.name}_loop", parts, span), len(state) + len(accs))
@@ -308,9 +366,9 @@ def scan_batched(ctx: NodeContext) -> ConvertResult:
                            f"{full} are not supported")
     reverse = [bool(d) for d in ctx.attr("directions", [0] * count)]
     spec = ScanSpec([0] * count, reverse, [], [])
-    per_batch = [scan_loop(ctx, body, [_op.take(x, const(np.int64(b)), axis=0)
+    per_batch = [scan_loop(ctx, body, [_op.take(x, _i64(b), axis=0)
                                        for x in inputs[:n_state]],
-                           [_op.take(x, const(np.int64(b)), axis=0) for x in inputs[n_state:]],
+                           [_op.take(x, _i64(b), axis=0) for x in inputs[n_state:]],
                            spec)
                  for b in range(batch)]
     return [_op.stack([outs[k] for outs in per_batch], 0) for k in range(len(body.output))]

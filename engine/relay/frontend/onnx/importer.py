@@ -65,6 +65,7 @@ from engine.runtime.ndarray import NDArray
 
 MIN_OPSET, MAX_OPSET = 1, onnx.defs.onnx_opset_version()
 _CONVERTER_ERRORS = (TypeError, ValueError, IndexError, KeyError, AttributeError)
+_UNPINNED = object()
 Pin = Sequence[Any] | None
 """What `shape=` gives an input: its shape; for a sequence, one shape per element; for an
 optional, None when it is empty (else what its element takes)."""
@@ -242,7 +243,7 @@ class OnnxImporter:
         for info in self.graph.input:
             if info.name in initializers:
                 continue
-            ty = self._input_type(info, info.type, self.pinned.get(info.name, ()))
+            ty = self._input_type(info, info.type, self.pinned.get(info.name, _UNPINNED))
             if ty is None:  # an optional pinned empty
                 self.tensors[info.name] = None
                 continue
@@ -253,7 +254,7 @@ class OnnxImporter:
         if unknown:
             self.warnings.append(f"shape= names no model input: {unknown}")
 
-    def _input_type(self, info: onnx.ValueInfoProto, proto: onnx.TypeProto, pin: Pin
+    def _input_type(self, info: onnx.ValueInfoProto, proto: onnx.TypeProto, pin: Any
                     ) -> Type | None:
         """The Relay type of a graph input of type `proto` (None: an empty optional)."""
         kind = proto.WhichOneof("value")
@@ -261,7 +262,7 @@ class OnnxImporter:
             return None if pin is None else self._input_type(info, proto.optional_type.elem_type,
                                                              pin)
         if kind == "sequence_type":
-            if not pin:
+            if pin is None or pin is _UNPINNED:
                 raise ConversionError(info.name, "input", "the length of this sequence input "
                                       "is not known: pin it with shape={name: [shape of each "
                                       "element, ...]}")
@@ -270,7 +271,7 @@ class OnnxImporter:
         if kind != "tensor_type":
             raise ConversionError(info.name, "input", f"inputs of type {kind} are not supported")
         declared = proto.tensor_type
-        if pin:
+        if pin is not None and pin is not _UNPINNED:
             dims: list[Any] = list(pin)
         else:
             dims = [d.dim_value if d.HasField("dim_value") else AnyDim()

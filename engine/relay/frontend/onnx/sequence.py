@@ -42,6 +42,25 @@ def _position(ctx: NodeContext, index: int, length: int, default: int, end: int)
     return pos + length if pos < 0 else pos
 
 
+def _run_time_position(ctx: NodeContext, index: int, length: int, values: list[Expr]
+                       ) -> Expr:
+    """A position known only at run time, as an int64 scalar in [0, ...): the elements can
+    then only be chosen at run time, so `values` must all have one type."""
+    if len({ctx.importer.type_of(v) for v in values}) > 1:
+        raise ctx.fail("the position is known only at run time and the elements differ in "
+                       "type, so the result's types are not known")
+    pos = _op.cast(_op.reshape(ctx.input(index), ()), "int64")
+    return _op.where(_op.less(pos, _int(0)), pos + _int(length), pos)
+
+
+def _int(value: int) -> Expr:
+    return const(np.int64(value), "int64")
+
+
+def _pick(cond: Expr, then: Expr, other: Expr) -> Expr:
+    return _op.where(cond, then, other)
+
+
 @converter("SequenceConstruct", since=11)
 def sequence_construct(ctx: NodeContext) -> ConvertResult:
     return Tuple(tuple(ctx.input(k) for k in range(len(ctx.inputs))))
@@ -54,9 +73,16 @@ def sequence_empty(ctx: NodeContext) -> ConvertResult:
 
 @converter("SequenceInsert", since=11)
 def sequence_insert(ctx: NodeContext) -> ConvertResult:
-    items = elements(ctx, 0)
-    pos = _position(ctx, 2, len(items), len(items), 1)
-    return Tuple((*items[:pos], ctx.input(1), *items[pos:]))
+    items, new = elements(ctx, 0), ctx.input(1)
+    if not ctx.has(2) or ctx.value(2) is not None:
+        pos = _position(ctx, 2, len(items), len(items), 1)
+        return Tuple((*items[:pos], new, *items[pos:]))
+    at = _run_time_position(ctx, 2, len(items), [*items, new])
+    out = []  # element k: old k before the position, the new one at it, old k - 1 after
+    for k in range(len(items) + 1):
+        value = new if k == 0 else _pick(_op.equal(at, _int(k)), new, items[k - 1])
+        out.append(value if k == len(items) else _pick(_op.less(_int(k), at), items[k], value))
+    return Tuple(tuple(out))
 
 
 @converter("SequenceErase", since=11)
@@ -64,8 +90,12 @@ def sequence_erase(ctx: NodeContext) -> ConvertResult:
     items = elements(ctx, 0)
     if not items:
         raise ctx.fail("erasing from an empty sequence")
-    pos = _position(ctx, 1, len(items), len(items) - 1, 0)
-    return Tuple((*items[:pos], *items[pos + 1:]))
+    if not ctx.has(1) or ctx.value(1) is not None:
+        pos = _position(ctx, 1, len(items), len(items) - 1, 0)
+        return Tuple((*items[:pos], *items[pos + 1:]))
+    at = _run_time_position(ctx, 1, len(items), items)
+    return Tuple(tuple(_pick(_op.less(_int(k), at), items[k], items[k + 1])
+                       for k in range(len(items) - 1)))
 
 
 @converter("SequenceAt", since=11)
@@ -83,7 +113,7 @@ def sequence_at(ctx: NodeContext) -> ConvertResult:
 
 @converter("SequenceLength", since=11)
 def sequence_length(ctx: NodeContext) -> ConvertResult:
-    return const(np.int64(len(elements(ctx, 0))))
+    return _int(len(elements(ctx, 0)))
 
 
 @converter("ConcatFromSequence", since=11)
