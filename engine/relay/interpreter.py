@@ -8,7 +8,13 @@ Each op runs its registered `FNumpyCompute`. Dataflow (calls, tuples,
 projections) is evaluated from an explicit post-order, so a 100,000-op chain
 needs no recursion, and every intermediate array is dropped as soon as its
 last consumer has run. Tuples, let, if, closures, global calls and Primitive
-functions (evaluated through their body) are supported.
+functions (evaluated through their body) are supported, and so are recursive
+let-bound functions (`let %loop = fn (...) { ... %loop(...) }`, how a Relay loop
+is written): a call in tail position (the last thing a function body does, through
+lets and if branches) replaces the running call instead of nesting in it, so a
+loop of any trip count runs in constant Python stack. An `if` branch sees the
+dataflow values its scope has computed (it reads a value it captures, it does not
+compute it again).
 """
 
 from __future__ import annotations
@@ -36,11 +42,14 @@ from engine.ir.expr import (
 )
 from engine.ir.module import IRModule
 from engine.ir.op import Op
+from engine.ir.type import TupleType, Type
 from engine.relay.analysis import free_vars
 from engine.relay.expr_functor import post_order
 from engine.runtime.ndarray import NDArray
 
 Value = Any  # np.ndarray | tuple[Value, ...] | Closure
+Env = dict[Expr, Value]
+"""Values by variable, and (inside an `if` branch) the dataflow values computed around it."""
 
 
 class EvaluationError(EngineError):
@@ -52,7 +61,16 @@ class Closure:
     """A function value with the variables it captured."""
 
     func: Function
-    env: Mapping[Var, Value]
+    env: Mapping[Expr, Value]
+
+
+@dataclass(frozen=True)
+class _TailCall:
+    """A call in tail position, for `Interpreter.apply` to run in place of the current one."""
+
+    func: Function
+    args: list[Value]
+    env: Mapping[Expr, Value]
 
 
 def _span_text(expr: Expr) -> str:
@@ -65,12 +83,26 @@ def _dataflow_operands(node: Expr) -> tuple[Expr, ...]:
     return tuple(kid for kid in operands(node) if isinstance(kid, DATAFLOW_KINDS))
 
 
-def _post_order(root: Expr) -> tuple[list[Expr], dict[Expr, int]]:
-    """Dataflow nodes under `root` (children first) and how many consumers each has."""
-    order = post_order(root, _dataflow_operands)
-    uses: dict[Expr, int] = {}
+def _post_order(roots: Sequence[Expr], env: Env) -> tuple[list[Expr], dict[Expr, int]]:
+    """Dataflow nodes under `roots` (children first, each once; a node `env` already holds
+    is a leaf) and how many consumers each has (a root counts as one more)."""
+    roots = [root for root in roots if isinstance(root, DATAFLOW_KINDS)]
+    order: list[Expr] = []
+    seen: set[Expr] = set()
+
+    def kids(node: Expr) -> Sequence[Expr]:
+        return () if node in env or node in seen else _dataflow_operands(node)
+
+    for root in roots:
+        for node in post_order(root, kids):
+            if node not in seen:
+                seen.add(node)
+                order.append(node)
+    uses: dict[Expr, int] = dict.fromkeys(roots, 0)
+    for node in roots:
+        uses[node] += 1
     for node in order:
-        for kid in _dataflow_operands(node):
+        for kid in () if node in env else _dataflow_operands(node):
             uses[kid] = uses.get(kid, 0) + 1
     return order, uses
 
@@ -87,23 +119,53 @@ class Interpreter:
             return self.apply(callee.func, args, callee.env)
         raise EvaluationError(f"cannot call a value of type {type(callee).__name__}")
 
-    def apply(self, func: Function, args: Sequence[Value], env: Mapping[Var, Value] | None = None
+    def apply(self, func: Function, args: Sequence[Value], env: Mapping[Expr, Value] | None = None
               ) -> Value:
-        if len(args) != len(func.params):
-            raise EvaluationError(f"function expects {len(func.params)} arguments, got "
-                                  f"{len(args)}{_span_text(func)}")
-        frame: dict[Var, Value] = dict(env or {})
-        frame.update(zip(func.params, args))
-        return self.eval(func.body, frame)
+        """Run `func` on `args`; tail calls it makes run here, one after the other."""
+        while True:
+            if len(args) != len(func.params):
+                raise EvaluationError(f"function expects {len(func.params)} arguments, got "
+                                      f"{len(args)}{_span_text(func)}")
+            frame: Env = dict(env or {})
+            frame.update(zip(func.params, args))
+            result = self._eval_tail(func.body, frame)
+            if not isinstance(result, _TailCall):
+                return result
+            func, args, env = result.func, result.args, result.env
 
-    def eval(self, expr: Expr, env: dict[Var, Value]) -> Value:
+    def eval(self, expr: Expr, env: Env) -> Value:
         if isinstance(expr, DATAFLOW_KINDS):
-            return self._eval_dataflow(expr, env)
+            return self._eval_dataflow((expr,), env)[0]
         return self._eval_leaf(expr, env)
 
+    # --- tail position ----------------------------------------------------------------------
+    def _eval_tail(self, expr: Expr, env: Env) -> Value | _TailCall:
+        """`expr` in tail position: lets and ifs are followed, a call of a closure is
+        returned as a `_TailCall`, anything else is evaluated."""
+        while True:
+            if isinstance(expr, Let):
+                self._bind(expr, env)
+                expr = expr.body
+            elif isinstance(expr, If):
+                expr = self._branch(expr, env)
+            elif _is_closure_call(expr):
+                return self._tail_call(expr, env)  # type: ignore[arg-type]
+            else:
+                return self.eval(expr, env)
+
+    def _tail_call(self, call: Call, env: Env) -> _TailCall:
+        args = self._eval_dataflow(call.args, env)
+        if isinstance(call.op, Function):
+            return _TailCall(call.op, args, env)
+        callee = self.eval(call.op, env)
+        if not isinstance(callee, Closure):
+            raise EvaluationError(f"cannot call a value of type {type(callee).__name__}"
+                                  f"{_span_text(call)}")
+        return _TailCall(callee.func, args, callee.env)
+
     # --- dataflow ---------------------------------------------------------------------------
-    def _eval_dataflow(self, root: Expr, env: dict[Var, Value]) -> Value:
-        order, uses = _post_order(root)
+    def _eval_dataflow(self, roots: Sequence[Expr], env: Env) -> list[Value]:
+        order, uses = _post_order(roots, env)
         values: dict[Expr, Value] = {}
 
         def get(node: Expr) -> Value:
@@ -114,14 +176,15 @@ class Interpreter:
                 if left == 0:
                     del values[node]
                 return value
+            if isinstance(node, (If, Let)):  # a nested scope reads what is computed here
+                return self._eval_leaf(node, {**env, **values})
             return self._eval_leaf(node, env)
 
         for node in order:
-            values[node] = self._eval_node(node, get, env)
-        return values[root]
+            values[node] = env[node] if node in env else self._eval_node(node, get, env)
+        return [get(root) for root in roots]
 
-    def _eval_node(self, node: Expr, get: Callable[[Expr], Value], env: dict[Var, Value]
-                   ) -> Value:
+    def _eval_node(self, node: Expr, get: Callable[[Expr], Value], env: Env) -> Value:
         if isinstance(node, Tuple):
             return tuple(get(f) for f in node.fields)
         if isinstance(node, TupleGetItem):
@@ -149,42 +212,61 @@ class Interpreter:
                                   f"{type(err).__name__}: {err}") from err
 
     # --- everything else --------------------------------------------------------------------
-    def _eval_leaf(self, expr: Expr, env: dict[Var, Value]) -> Value:
+    def _eval_leaf(self, expr: Expr, env: Env) -> Value:
         return _LEAF[type(expr)](self, expr, env)
 
-    def _var(self, var: Var, env: dict[Var, Value]) -> Value:
+    def _var(self, var: Var, env: Env) -> Value:
         try:
             return env[var]
         except KeyError:
             raise EvaluationError(f"variable %{var.name_hint} has no value") from None
 
-    def _constant(self, const: Constant, env: dict[Var, Value]) -> Value:
+    def _constant(self, const: Constant, env: Env) -> Value:
         return const.data.numpy()
 
-    def _global_var(self, gv: GlobalVar, env: dict[Var, Value]) -> Value:
+    def _global_var(self, gv: GlobalVar, env: Env) -> Value:
         return Closure(self.mod[gv], {})
 
-    def _function(self, func: Function, env: dict[Var, Value]) -> Value:
-        captured = {v: env[v] for v in free_vars(func) if v in env}
+    def _function(self, func: Function, env: Env) -> Value:
+        captured: Env = {v: env[v] for v in free_vars(func) if v in env}
         return Closure(func, captured)
 
-    def _op(self, op: Op, env: dict[Var, Value]) -> Value:
+    def _op(self, op: Op, env: Env) -> Value:
         raise EvaluationError(f"operator {op.name} is not a value: call it")
 
-    def _let(self, let: Let, env: dict[Var, Value]) -> Value:
+    def _bind(self, let: Let, env: Env) -> None:
+        """Bind the let's variable; a function bound to it may call itself by that name."""
+        value = self.eval(let.value, env)
+        if isinstance(value, Closure) and isinstance(let.value, Function) \
+                and let.var in free_vars(let.value):
+            value = Closure(value.func, {**value.env})
+            value.env[let.var] = value  # type: ignore[index]
+        env[let.var] = value
+
+    def _let(self, let: Let, env: Env) -> Value:
         node: Expr = let
         while isinstance(node, Let):
-            env[node.var] = self.eval(node.value, env)
+            self._bind(node, env)
             node = node.body
         return self.eval(node, env)
 
-    def _if(self, ite: If, env: dict[Var, Value]) -> Value:
+    def _branch(self, ite: If, env: Env) -> Expr:
         cond = np.asarray(self.eval(ite.cond, env))
-        branch = ite.true_branch if bool(cond) else ite.false_branch
-        return self.eval(branch, env)
+        return ite.true_branch if bool(cond) else ite.false_branch
+
+    def _if(self, ite: If, env: Env) -> Value:
+        return self.eval(self._branch(ite, env), env)
 
 
-_LEAF: dict[type, Callable[[Interpreter, Any, dict[Var, Value]], Value]] = {
+def _is_closure_call(expr: Expr) -> bool:
+    """A call of a function value (not of an op, nor of a Primitive function, which the
+    dataflow evaluation runs)."""
+    if not isinstance(expr, Call) or isinstance(expr.op, Op):
+        return False
+    return not (isinstance(expr.op, Function) and expr.op.is_primitive())
+
+
+_LEAF: dict[type, Callable[[Interpreter, Any, Env], Value]] = {
     Var: Interpreter._var,
     Constant: Interpreter._constant,
     GlobalVar: Interpreter._global_var,
@@ -204,11 +286,17 @@ def _shape_text(value: Value) -> str:
 
 
 # --- argument handling ----------------------------------------------------------------------
-def _to_numpy(value: Any, param: Var | None = None) -> np.ndarray:
+def _to_numpy(value: Any, param: Var | None = None) -> Any:
+    """An argument as numpy, in the dtype its parameter declares."""
+    return _coerce(value, param.type_annotation if param is not None else None)
+
+
+def _coerce(value: Any, ann: Type | None) -> Any:
+    if isinstance(ann, TupleType) and isinstance(value, (tuple, list)):  # a sequence
+        return tuple(_coerce(v, t) for v, t in zip(value, ann.fields))
     if isinstance(value, NDArray):
         value = value.numpy()
     arr = np.asarray(value)
-    ann = param.type_annotation if param is not None else None
     dtype = getattr(ann, "dtype", None)
     if dtype is not None and arr.dtype != np.dtype(dtype if dtype != "bool" else np.bool_):
         arr = arr.astype(dtype)
@@ -216,7 +304,7 @@ def _to_numpy(value: Any, param: Var | None = None) -> np.ndarray:
 
 
 def bind_arguments(func: Function, args: Sequence[Any], kwargs: Mapping[str, Any]
-                   ) -> list[np.ndarray]:
+                   ) -> list[Any]:
     """Positional args first, then the remaining params by name (TVM's executor rule)."""
     if len(args) > len(func.params):
         raise EvaluationError(f"too many arguments: function takes {len(func.params)}, "
@@ -269,7 +357,7 @@ class Executor:
             func = self.mod[expr]
         elif isinstance(expr, Function):
             func = expr
-        env = {v: _to_numpy(x, v) for v, x in (binds or {}).items()}
+        env: Env = {v: _to_numpy(x, v) for v, x in (binds or {}).items()}
         if func is None:
             return _as_ndarray(interp.eval(expr, dict(env)))
         target = func

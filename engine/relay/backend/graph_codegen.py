@@ -22,6 +22,8 @@ from engine.ir.expr import (
     Expr,
     Function,
     GlobalVar,
+    If,
+    Let,
     Tuple,
     TupleGetItem,
     Var,
@@ -157,6 +159,11 @@ class GraphBuilder:
         if expr in self.entries:
             return
         handler = self._handlers.get(type(expr))
+        if isinstance(expr, (If, Let)):
+            raise GraphCodegenError(
+                f"graph codegen: @main has control flow ({type(expr).__name__}), which the "
+                "graph executor cannot run (TVM compiles such a module for its VM); evaluate "
+                "it with relay.create_executor('vm', mod) instead")
         if handler is None:
             raise GraphCodegenError(f"graph codegen: {type(expr).__name__} in @main is not "
                                     "supported (only calls of fused functions, tuples)")

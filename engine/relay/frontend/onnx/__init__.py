@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from engine.ir.module import IRModule
-from engine.relay.frontend.onnx.importer import OnnxImporter
+from engine.relay.frontend.onnx.importer import OnnxImporter, Pin
 from engine.relay.frontend.onnx.model import ModelSource, load_external_data, read_source
 from engine.relay.frontend.result import ImportResult
 from engine.runtime.ndarray import NDArray
 
 
-def import_onnx(model: ModelSource, shape: Mapping[str, Sequence[int]] | None = None,
+def import_onnx(model: ModelSource, shape: Mapping[str, Pin] | None = None,
                 dtype: str | Mapping[str, str] = "float32", opset: int | None = None,
                 freeze_params: bool = True) -> ImportResult:
-    """Import an ONNX model (ModelProto, bytes or path) into an ImportResult."""
+    """Import an ONNX model (ModelProto, bytes or path) into an ImportResult. `shape` pins
+    an input's shape; a sequence input's, a list of its element shapes; an optional
+    input's, None when it is empty."""
     proto, base_dir = read_source(model)
     load_external_data(proto, base_dir)
     mod, params, graph, warnings = OnnxImporter(proto, shape, dtype, opset, freeze_params).run()
     return ImportResult(mod, params, "onnx", graph, tuple(warnings))
 
 
-def from_onnx(model: ModelSource, shape: Mapping[str, Sequence[int]] | None = None,
+def from_onnx(model: ModelSource, shape: Mapping[str, Pin] | None = None,
               dtype: str | Mapping[str, str] = "float32", opset: int | None = None,
               freeze_params: bool = True) -> tuple[IRModule, dict[str, NDArray]]:
     """TVM's `relay.frontend.from_onnx`: returns `(mod, params)`."""

@@ -66,4 +66,6 @@ def fold_node(node: onnx.NodeProto, values: Sequence[np.ndarray | None],
         outs = evaluator.run(None, dict(named))
     except _FOLD_ERRORS:
         return None  # the converter handles it (and reports a real problem clearly)
+    if not all(isinstance(out, (np.ndarray, np.generic)) for out in outs):
+        return None  # a sequence or an optional: the converter makes it
     return [np.asarray(out) for out in outs]

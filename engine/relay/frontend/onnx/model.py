@@ -134,9 +134,12 @@ def _check_dims(dims: list[int], what: str) -> None:
         raise InvalidGraphError(f"{what} declares a negative dimension ({negative[0]})")
 
 
-def topological_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
-    """The nodes in dependency order; an undefined input or a cycle is an InvalidGraphError."""
+def topological_nodes(graph: onnx.GraphProto, outer: Iterable[str] = ()
+                      ) -> list[onnx.NodeProto]:
+    """The nodes in dependency order; an undefined input or a cycle is an InvalidGraphError.
+    `outer`: the names a sub-graph sees from the scopes around it."""
     available = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
+    available |= set(outer)
     producer: dict[str, int] = {}
     for index, node in enumerate(graph.node):
         for out in node.output:
@@ -148,7 +151,7 @@ def topological_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
     users: dict[int, list[int]] = {}
     for index, node in enumerate(graph.node):
         deps = set()
-        for name in node.input:
+        for name in [*node.input, *sorted(implicit_inputs(node))]:
             if name in available and name not in producer:
                 continue
             if name not in producer:
@@ -160,6 +163,21 @@ def topological_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
         for dep in deps:
             users.setdefault(dep, []).append(index)
     return [graph.node[i] for i in _kahn(graph, waiting, users)]
+
+
+def implicit_inputs(node: onnx.NodeProto) -> set[str]:
+    """The outer names the sub-graphs of `node` read (an If branch reading a tensor of the
+    graph around it): dependencies of the node as real as its inputs."""
+    names: set[str] = set()
+    for attr in node.attribute:
+        for sub in [*attr.graphs, *([attr.g] if attr.HasField("g") else [])]:
+            defined = {i.name for i in sub.input} | {t.name for t in sub.initializer}
+            defined |= {out for inner in sub.node for out in inner.output}
+            for inner in sub.node:
+                names |= {n for n in [*inner.input, *implicit_inputs(inner)]
+                          if n and n not in defined}
+            names |= {o.name for o in sub.output if o.name not in defined}
+    return names
 
 
 def _kahn(graph: onnx.GraphProto, waiting: dict[int, int], users: dict[int, list[int]]) -> list[int]:

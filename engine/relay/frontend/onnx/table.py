@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+import onnx
 
-from engine.ir.expr import Constant, Expr
+from engine.ir.expr import Constant, Expr, Var
+from engine.ir.type import Type
 from engine.relay.frontend.common import ConversionError
 
-ConvertResult = Expr | Sequence[Expr | None]
+ConvertResult = Expr | Sequence[Any]
+"""One expression, or one per output: an Expr, None (not supported) or EMPTY_OPTIONAL."""
 
 
 class ImporterView(Protocol):
@@ -27,6 +30,20 @@ class ImporterView(Protocol):
     def dtype_of(self, name: str, expr: Expr) -> str: ...
 
     def param_value(self, name: str) -> np.ndarray | None: ...
+
+    def type_of(self, expr: Expr) -> Type: ...
+
+    def import_subgraph(self, graph: onnx.GraphProto, inputs: Sequence[Expr | None],
+                        function: bool, layer: str) -> Subgraph: ...
+
+
+@dataclass(frozen=True)
+class Subgraph:
+    """A converted sub-graph: its outputs (None for an empty optional) and, for a function
+    scope, the outer values it captured (each bound to a variable of the scope)."""
+
+    outputs: list[Expr | None]
+    captures: list[tuple[Var, Expr]]
 
 Converter = Callable[["NodeContext"], ConvertResult]
 
@@ -123,6 +140,13 @@ class NodeContext:
 
     def ints(self, index: int, what: str) -> list[int]:
         return [int(v) for v in np.asarray(self.const(index, what)).reshape(-1)]
+
+    def graph(self, key: str) -> onnx.GraphProto:
+        """A graph attribute (a branch or a body)."""
+        attr = self.attrs.get(key)
+        if not isinstance(attr, onnx.AttributeProto) or attr.type != onnx.AttributeProto.GRAPH:
+            raise self.fail(f"graph attribute {key!r} is required")
+        return attr.g
 
     def fail(self, message: str) -> ConversionError:
         return ConversionError(self.name, self.op_type, message)
