@@ -23,6 +23,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "lower": ("engine.driver", "lower"),
     "build": ("engine.driver", "build"),
     "testing": ("engine.testing", None),
+    "error": ("engine.error", None),
     "target": ("engine.target", None),
     "parser": ("engine.relay.parser", None),
 }

@@ -29,6 +29,7 @@ from engine.relay.backend.build_module import (
 from engine.relay.printer import SourceMapTable, print_ir
 from engine.relay.testing.numerics import NumericsChecker
 from engine.relay.transform.pipeline import bind_params
+from engine.te.config import KEEP_SCHEDULE_RECORD
 from engine.transform import PassContext
 from explorer.protocol import ModelFormat, PlannedPass, model_format, planned_pass
 
@@ -158,8 +159,11 @@ def registered_passes() -> list[str]:
 
 def pass_context(opt_level: int, required: Iterable[str], disabled: Iterable[str],
                  instruments: Sequence[PassInstrument]) -> PassContext:
+    """The context of a run; it keeps TE schedule records (off in TVM and the engine by
+    default), which the Schedules tab shows."""
     return PassContext(opt_level=opt_level, required_pass=list(required),
-                       disabled_pass=list(disabled), instruments=list(instruments))
+                       disabled_pass=list(disabled), instruments=list(instruments),
+                       config={KEEP_SCHEDULE_RECORD: True})
 
 
 def explicit_pipeline(names: Sequence[str]) -> transform.Pass:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-class EngineError(Exception):
-    """Base of every error the engine raises on purpose."""
+class EngineError(RuntimeError):
+    """Base of every error the engine raises on purpose: TVM's `tvm.error.TVMError`, a
+    RuntimeError as in TVM."""
 
 
 class DiagnosticError(EngineError):

@@ -40,14 +40,14 @@ class Span:
         return bool(self.source_name.name)
 
     @property
-    def spans(self) -> tuple[Span, ...]:
-        return (self,) if self else ()
+    def layer(self) -> str:
+        """The layer this span names: the source name of a frontend span (line 0), and
+        `line N` for a position in a text file (Relay text parsed without span comments)."""
+        return f"line {self.line}" if self.line > 0 else self.source_name.name
 
     def source_names(self) -> tuple[str, ...]:
-        return (self.source_name.name,) if self else ()
-
-    def __iter__(self) -> Iterator[Span]:
-        return iter(self.spans)
+        """The layers this span names (one, or none when unknown)."""
+        return (self.layer,) if self else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,7 @@ class SequentialSpan:
         return bool(self.spans)
 
     def source_names(self) -> tuple[str, ...]:
-        return tuple(s.source_name.name for s in self.spans)
+        return tuple(dict.fromkeys(s.layer for s in self.spans))
 
     def __iter__(self) -> Iterator[Span]:
         return iter(self.spans)
@@ -84,12 +84,19 @@ SpanLike = Span | SequentialSpan
 UNKNOWN_SPAN = Span(SourceName(""))
 
 
+def span_leaves(span: SpanLike) -> tuple[Span, ...]:
+    """The known Spans in `span`: its elements, itself, or none when it is unknown."""
+    if isinstance(span, SequentialSpan):
+        return span.spans
+    return (span,) if span else ()
+
+
 def _flatten(spans: Iterable[Span | SequentialSpan]) -> tuple[Span, ...]:
     out: dict[Span, None] = {}
     for span in spans:
         if span is None:
             continue
-        for leaf in span.spans:
+        for leaf in span_leaves(span):
             out.setdefault(leaf, None)
     return tuple(out)
 

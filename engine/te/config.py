@@ -8,6 +8,5 @@ KEEP_SCHEDULE_RECORD = "te.keep_schedule_record"
 
 
 def keep_schedule_record() -> bool:
-    """`te.keep_schedule_record` of the current PassContext; recording when it is unset."""
-    value = PassContext.current().config.get(KEEP_SCHEDULE_RECORD)
-    return True if value is None else bool(value)
+    """`te.keep_schedule_record` of the current PassContext; off when unset, as in TVM."""
+    return bool(PassContext.current().config.get(KEEP_SCHEDULE_RECORD, False))

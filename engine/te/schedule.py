@@ -7,7 +7,7 @@
     print(s.record_as_python())
 
 The record is on when the PassContext config `te.keep_schedule_record` is
-true (the default); with it off, both records are empty.
+true (off by default, as in TVM); with it off, both records are empty.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from goldens import check_golden
 
 from engine import relay
 from engine.ir import (
-    Attrs,
     IRModule,
     Op,
     SequentialSpan,
@@ -28,6 +27,7 @@ from engine.ir import (
 from engine.ir.op import list_ops
 from engine.ir.type import Any, FuncType, IncompleteType, TensorType, TupleType
 from engine.relay import printer
+from engine.relay.op.op import op_attrs
 from engine.relay.parser import parse
 from engine.relay.printer import astext, print_ir, type_text
 
@@ -45,8 +45,10 @@ def _ops() -> None:
 
 
 def call(name: str, *args, span=None, **attrs):
+    """A call with the op's attrs type (omitted attributes hold their defaults)."""
     kw = {"span": span} if span is not None else {}
-    return relay.Call(Op.get(name), list(args), Attrs(attrs), **kw)
+    return relay.Call(Op.get(name), list(args),
+                      op_attrs(name, attrs, Op.get(name).info.attrs_type_key), **kw)
 
 
 # --- programs ----------------------------------------------------------------------------
@@ -118,8 +120,8 @@ def test_conv_text_reads_like_tvm() -> None:
                         "-> Tensor[(1, 4, 8, 8), float32] {")
     assert lines[2] == (
         "  %0 = nn.conv2d(%input, meta[relay.Constant][0] /* conv1.weight */, strides=[1, 1], "
-        'padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3], data_layout="NCHW", '
-        'out_dtype="") /* conv1 */;')
+        'padding=[1, 1, 1, 1], dilation=[1, 1], groups=1, channels=4, kernel_size=[3, 3], '
+        'data_layout="NCHW", kernel_layout="OIHW", out_layout="", out_dtype="") /* conv1 */;')
     assert "epsilon=1e-05f, center=True, scale=True) /* bn1 */;" in lines[3]
     assert lines[4] == "  %2 = %1.0 /* bn1 */;"
     assert lines[5] == "  %3 = nn.relu(%2) /* bn1, relu1 */;"

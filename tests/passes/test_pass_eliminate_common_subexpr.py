@@ -29,6 +29,22 @@ def test_duplicate_calls_are_merged():
     assert_structural_equal(cse(before()), run_opt_pass(expected(), []))
 
 
+def test_calls_on_equal_tuples_are_merged():
+    x, y = relay.var("x", shape=(1, 4)), relay.var("y", shape=(1, 4))
+
+    def before():
+        a = relay.concatenate([x, y], axis=1)
+        b = relay.concatenate([x, y], axis=1)
+        c = relay.concatenate([y, x], axis=1)
+        return relay.Function([x, y], relay.Tuple([a, b, c]))
+
+    def expected():
+        a = relay.concatenate([x, y], axis=1)
+        return relay.Function([x, y], relay.Tuple([a, a, relay.concatenate([y, x], axis=1)]))
+
+    assert_structural_equal(cse(before()), run_opt_pass(expected(), []))
+
+
 def test_different_attrs_are_not_merged():
     x = relay.var("x", shape=(1, 16))
     f = relay.Function([x], relay.Tuple([relay.sum(x, axis=[0]), relay.sum(x, axis=[1])]))

@@ -100,6 +100,11 @@ def test_like_and_full_are_not_folded(make):
     assert isinstance(out, relay.Call), "folding would materialise a big tensor"
 
 
+def test_dropout_of_a_constant_is_left_for_simplify_inference():
+    out = fold(relay.nn.dropout(relay.const(np.ones((2, 3), "float32")), rate=0.2))
+    assert isinstance(out, relay.TupleGetItem) and out.tuple_value.op.name == "nn.dropout"
+
+
 def test_zero_argument_call_is_not_folded():
     out = fold(relay.zeros((2, 3), "float32"))
     assert isinstance(out, relay.Call) and out.op.name == "zeros"

@@ -16,8 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.ir.expr import Function
+from engine.ir.expr import Call, Expr, Function, Tuple, TupleGetItem, Var
 from engine.ir.module import IRModule
+from engine.ir.op import Op
+from engine.ir.traversal import post_order
 from engine.ir.type import TensorType
 from engine.relay.frontend import result as res
 from engine.relay.frontend.common import CorruptModelError, UnknownFormatError
@@ -111,7 +113,35 @@ def _load_relay(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) ->
     params = main.params
     inputs = [res.tensor_entry(p.name_hint, _dims(p.type_annotation), _dtype(p.type_annotation))
               for p in params]
-    return ImportResult(mod, {}, "relay", res.frontend_graph([], inputs, []), ())
+    return ImportResult(mod, {}, "relay", res.frontend_graph(relay_layers(main), inputs, []),
+                        ())
+
+
+def relay_layers(main: Function) -> list[dict[str, Any]]:
+    """The layers of Relay text: one per layer name its operator calls' spans carry (the
+    span comments, or `line N` where the text has none), in dataflow order; a layer's
+    inputs are the layers (or parameters) its calls read."""
+    layers: dict[str, dict[str, Any]] = {}
+    for node in post_order(main.body):
+        if not isinstance(node, Call) or not isinstance(node.op, Op):
+            continue
+        feeds = [name for arg in node.args for name in _producers(arg)]
+        for name in node.span.source_names() if node.span else ():
+            layer = layers.setdefault(name, res.layer_entry(name, node.op.name, [], [name]))
+            layer["inputs"].extend(f for f in feeds if f != name and f not in layer["inputs"])
+    return list(layers.values())
+
+
+def _producers(arg: Expr) -> tuple[str, ...]:
+    while isinstance(arg, TupleGetItem):
+        arg = arg.tuple_value
+    if isinstance(arg, Var):
+        return (arg.name_hint,)
+    if isinstance(arg, Tuple):
+        return tuple(n for field in arg.fields for n in _producers(field))
+    if isinstance(arg, Call) and arg.span:
+        return arg.span.source_names()
+    return ()
 
 
 def relay_text(data: bytes) -> str:

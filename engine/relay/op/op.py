@@ -4,7 +4,8 @@ An op is declared once with `define_op`: its argument names, attrs type key,
 type relation (`FTVMTypeRelation`), fusion pattern (`TOpPattern`), statefulness
 (`TOpIsStateful`) and numpy reference implementation (`FNumpyCompute`).
 Constructors build calls with `make_call`, so every call carries attrs with
-TVM's type key and the parser can rebuild them.
+TVM's type key, every omitted attribute filled from `attrs_defaults` (the table the
+parser fills from too), and the parser can rebuild them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from engine.ir.expr import Call, Expr
 from engine.ir.op import Op, register_op, register_op_attr
 from engine.ir.span import UNKNOWN_SPAN, SpanLike
 from engine.ir.type import Type
+from engine.relay.op.attrs_defaults import fill_defaults
 
 
 class OpPattern:
@@ -131,6 +133,14 @@ def get(op_name: str) -> Op:
 
 def make_call(name: str, args: Sequence[Expr], attrs: Mapping[str, Any] | None = None,
               type_key: str = "DictAttrs", span: SpanLike = UNKNOWN_SPAN) -> Call:
-    """`Call(Op.get(name), args, Attrs(attrs, type_key))`."""
-    call_attrs = Attrs(attrs, type_key=type_key) if attrs is not None else EMPTY_ATTRS
-    return Call(Op.get(name), tuple(args), call_attrs, span=span)
+    """`Call(Op.get(name), args, Attrs(attrs, type_key))`, omitted attributes filled with
+    their declared defaults."""
+    return Call(Op.get(name), tuple(args), op_attrs(name, attrs or {}, type_key), span=span)
+
+
+def op_attrs(op_name: str, attrs: Mapping[str, Any], type_key: str) -> Attrs:
+    """The attrs of a call to `op_name`: `attrs` with every omitted default of `type_key`
+    filled (`attrs_defaults`); an attribute the type does not declare is a KeyError."""
+    if type_key == "DictAttrs" and not attrs:
+        return EMPTY_ATTRS
+    return Attrs(fill_defaults(type_key, attrs, op_name), type_key=type_key)

@@ -105,29 +105,32 @@ def _check_size(src: Sequence[Dim], out: Sequence[Dim], ty: Type | None) -> None
                                 actual=type_str(ty) if ty is not None else shape_str(src))
 
 
-def _reshape_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
-    check_arity(arg_types, 1)
-    data = tensor_arg(arg_types, 0)
-    if attrs.get("reverse", False):
-        shape = infer_newshape(data.shape[::-1], attrs.newshape[::-1], data)[::-1]
-    else:
-        shape = infer_newshape(data.shape, attrs.newshape, data)
-    return TensorType(shape, data.dtype)
+def _target_shape(shape: Sequence[Dim], attrs: Attrs, reverse: bool,
+                  ty: TensorType | None = None) -> list[Dim]:
+    """`newshape` applied to `shape`; contrib_reverse_reshape reads both from the right."""
+    if reverse:
+        return list(infer_newshape(shape[::-1], attrs.newshape[::-1], ty)[::-1])
+    return list(infer_newshape(shape, attrs.newshape, ty))
 
 
-def _reshape_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
-    x = xs[0]
-    if attrs.get("reverse", False):
-        shape = infer_newshape(x.shape[::-1], attrs.newshape[::-1])[::-1]
-    else:
-        shape = infer_newshape(x.shape, attrs.newshape)
-    return x.reshape(shape)  # type: ignore[arg-type]
+def _reshape_rel_of(reverse: bool) -> Any:
+    def rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+        check_arity(arg_types, 1)
+        data = tensor_arg(arg_types, 0)
+        return TensorType(_target_shape(data.shape, attrs, reverse, data), data.dtype)
+    return rel
 
 
-define_op("reshape", ("data",), _reshape_rel, INJECTIVE, _reshape_compute,
+def _reshape_compute_of(reverse: bool) -> Any:
+    def compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+        return xs[0].reshape(_target_shape(xs[0].shape, attrs, reverse))  # type: ignore[arg-type]
+    return compute
+
+
+define_op("reshape", ("data",), _reshape_rel_of(False), INJECTIVE, _reshape_compute_of(False),
           attrs_type_key="relay.attrs.ReshapeAttrs")
-define_op("contrib_reverse_reshape", ("data",), _reshape_rel, INJECTIVE, _reshape_compute,
-          attrs_type_key="relay.attrs.ReshapeAttrs")
+define_op("contrib_reverse_reshape", ("data",), _reshape_rel_of(True), INJECTIVE,
+          _reshape_compute_of(True), attrs_type_key="relay.attrs.ReshapeAttrs")
 
 
 def _ints(values: Any) -> tuple[int, ...]:
@@ -143,7 +146,7 @@ def reshape(data: Expr, newshape: Any) -> Call:
 
 def reverse_reshape(data: Expr, newshape: Any) -> Call:
     return make_call("contrib_reverse_reshape", (data,),
-                     {"newshape": _ints(newshape), "reverse": True}, "relay.attrs.ReshapeAttrs")
+                     {"newshape": _ints(newshape)}, "relay.attrs.ReshapeAttrs")
 
 
 def _reshape_like_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:

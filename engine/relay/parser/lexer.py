@@ -9,6 +9,7 @@ A `#[metadata]` line ends the program: the rest of the text is its JSON.
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import re
 from collections.abc import Mapping
@@ -141,6 +142,19 @@ def parse_span_comment(content: str) -> SpanLike:
     return SequentialSpan(spans)
 
 
+def tvm_span(text: str) -> Span:
+    """The span TVM's printer writes after `span=`: `name:line:column`."""
+    name, sep1, line = text.rpartition(":")
+    name, sep2, column = name.rpartition(":")
+    if not (sep1 and sep2 and name) or not _is_int(line) or not _is_int(column):
+        raise LexError(f"malformed span {text!r}: expected name:line:column", 0)
+    return Span(SourceName(name), int(line), int(column))
+
+
+def _is_int(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
 def _span_from(match: re.Match[str]) -> Span:
     name = match.group("plain")
     if name is None:
@@ -163,14 +177,32 @@ class TokenStream:
         self.offsets = tokens.offsets
         self.tokens = tokens
         self.i = 0
+        self._line_starts: list[int] | None = None
 
     def error(self, message: str, offset: int | None = None) -> ParseError:
         if offset is None:
             offset = self.offsets[self.i]
-        line = self.text.count("\n", 0, offset) + 1
-        column = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        line, column = self.position(offset)
         return ParseError(message, source=self.text, line=line, column=column,
                           source_name=self.source_name)
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of `offset`."""
+        if self._line_starts is None:
+            self._line_starts = [0, *(m.end() for m in re.finditer("\n", self.text))]
+        line = bisect.bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1] + 1
+
+    def source_span(self, start: int) -> Span:
+        """TVM's parser span: the source file, from `start` to the end of the last token
+        taken (`Span(SourceName(path), line, column, end_line, end_column)`)."""
+        last = self.i - 1
+        while last > 0 and self.kinds[last] == COMMENT:
+            last -= 1
+        end = max(self.offsets[last] + len(self.texts[last]), start)
+        line, column = self.position(start)
+        end_line, end_column = self.position(end)
+        return Span(SourceName(self.source_name), line, column, end_line, end_column)
 
     def skip_comments(self) -> None:
         while self.kinds[self.i] == COMMENT:
@@ -243,11 +275,13 @@ def scalar(text: str) -> np.ndarray:
 
 
 def attr_number(text: str) -> int | float:
+    """An attribute number as TVM's printer writes it: `1e-05f` (a double or float32),
+    `2i64` / `3i16` (an IntImm of that width), `1`."""
     number, suffix = split_number(text)
     if suffix.startswith("f") or any(c in number for c in ".eEn"):
         return float(number)
-    if suffix:
-        raise ValueError(f"attribute integers take no suffix: {text!r}")
+    if suffix and suffix not in SUFFIX_DTYPE:
+        raise ValueError(f"unknown literal suffix {suffix!r}")
     return int(number)
 
 

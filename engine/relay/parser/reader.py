@@ -35,7 +35,10 @@ from engine.ir.module import IRModule
 from engine.ir.op import Op, OpNotFoundError
 from engine.ir.span import UNKNOWN_SPAN, SpanLike
 from engine.ir.type import AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type
+from engine.relay.op.attrs_defaults import UnknownAttributeError
+from engine.relay.op.op import op_attrs
 from engine.relay.parser import lexer as lx
+from engine.relay.parser.tvm_json import MetaFormatError, is_node_graph, meta_tables
 from engine.runtime.ndarray import NDArray
 
 __all__ = ["fromtext", "parse", "parse_expr", "parse_type"]
@@ -92,12 +95,12 @@ class _Parser(lx.TokenStream):
                 self.globals[name] = GlobalVar(name)
 
     def definition(self) -> tuple[GlobalVar, Function]:
-        self.expect("def")
+        start = self.expect("def")
         text, _ = self.expect_kind(lx.GLOBAL, "a global function name such as @main")
         gv = self.globals[lx.global_name(text)]
-        return gv, self.function_rest()
+        return gv, self.function_rest(start)
 
-    def function_rest(self) -> Function:
+    def function_rest(self, start: int) -> Function:
         self.scopes.append({})
         params, attrs = self.params()
         ret = None
@@ -106,7 +109,7 @@ class _Parser(lx.TokenStream):
             ret = self.type()
         body = self.block()
         self.scopes.pop()
-        return Function(tuple(params), body, ret, attrs=Attrs(attrs), span=self.trailer())
+        return Function(tuple(params), body, ret, attrs=Attrs(attrs), span=self.located(start))
 
     def params(self) -> tuple[list[Var], dict[str, Any]]:
         self.expect("(")
@@ -132,7 +135,7 @@ class _Parser(lx.TokenStream):
         if self.texts[self.i] == ":" and self.kinds[self.i] == lx.PUNCT:  # not past a comment
             self.take()
             ann = self.type()
-        var = Var(name, ann, span=self.trailer())
+        var = Var(name, ann, span=self.located(offset))
         self.scopes[-1][text] = var
         return var
 
@@ -162,12 +165,12 @@ class _Parser(lx.TokenStream):
                 self.free[var.name_hint] = var
                 self.expect(";")
             elif kind == lx.IDENT and text == "let":
-                self.take()
+                start = self.take()[2]
                 var = self.var_def()
                 self.expect("=")
                 value = self.expr()
                 self.expect(";")
-                lets.append((var, value, self.trailer()))
+                lets.append((var, value, self.located(start)))
             else:
                 break
         body = self.expr()
@@ -177,44 +180,60 @@ class _Parser(lx.TokenStream):
 
     # --- expressions ------------------------------------------------------------------
     def expr(self) -> Expr:
+        self.skip_comments()
+        start = self.offsets[self.i]
         node = self.atom()
         while True:
             if self.at("("):
-                node = self.call(node)
+                node = self.call(node, start)
             elif self.at("."):
-                node = self.getitem(node)
+                node = self.getitem(node, start)
             else:
                 return node
 
-    def call(self, callee: Expr) -> Call:
+    def call(self, callee: Expr, start: int) -> Call:
         self.expect("(")
         args: list[Expr] = []
         attrs: dict[str, Any] = {}
+        where: dict[str, int] = {}
         while not self.at(")"):
             if args or attrs:
                 self.expect(",")
             kind, _ = self.peek()
             if kind in (lx.IDENT, lx.STRING) and self.peek(1)[1] == "=":
+                where_key = self.offsets[self.i]
                 key, value = self.attr()
                 attrs[key] = value
+                where[key] = where_key
             elif attrs:
                 raise self.error("positional argument after keyword attributes")
             else:
                 args.append(self.expr())
         self.expect(")")
-        key = "DictAttrs"
-        if isinstance(callee, Op):
-            key = getattr(callee.info, "attrs_type_key", "DictAttrs") or "DictAttrs"
-        return Call(callee, tuple(args), Attrs(attrs, type_key=key), span=self.trailer())
+        call_attrs = self.call_attrs(callee, attrs, where, start)
+        return Call(callee, tuple(args), call_attrs, span=self.located(start))
 
-    def getitem(self, value: Expr) -> Expr:
+    def call_attrs(self, callee: Expr, attrs: dict[str, Any], where: dict[str, int],
+                   start: int) -> Attrs:
+        """The attrs as the op declares them: an omitted one holds its default (TVM's
+        printer leaves defaults out)."""
+        if not isinstance(callee, Op):
+            return Attrs(attrs)
+        try:
+            return op_attrs(callee.name, attrs, callee.info.attrs_type_key)
+        except UnknownAttributeError as err:
+            raise self.error(str(err), where.get(err.key, start)) from None
+        except (ValueError, TypeError) as err:
+            raise self.error(f"{callee.name}: invalid attribute: {err}", start) from None
+
+    def getitem(self, value: Expr, start: int) -> Expr:
         self.expect(".")
         text, offset = self.expect_kind(lx.NUMBER, "a tuple index")
         parts = text.split(".")
         if not all(p.isdigit() for p in parts):
             raise self.error(f"invalid tuple index {text!r}", offset)
         for k, part in enumerate(parts):
-            span = self.trailer() if k == len(parts) - 1 else UNKNOWN_SPAN
+            span = self.located(start) if k == len(parts) - 1 else self.source_span(start)
             value = TupleGetItem(value, int(part), span=span)
         return value
 
@@ -255,7 +274,7 @@ class _Parser(lx.TokenStream):
             array = lx.scalar(text)
         except (ValueError, OverflowError) as err:
             raise self.error(f"invalid number {text!r}: {err}", offset) from None
-        return Constant(NDArray(array), span=self.trailer())
+        return Constant(NDArray(array), span=self.located(offset))
 
     def ident(self, text: str, offset: int) -> Expr:
         handler = _KEYWORD_ATOMS.get(text)
@@ -269,7 +288,7 @@ class _Parser(lx.TokenStream):
             raise self.error(str(err), offset) from None
 
     def boolean(self, text: str, offset: int) -> Constant:
-        return Constant(NDArray(np.array(text == "True")), span=self.trailer())
+        return Constant(NDArray(np.array(text == "True")), span=self.located(offset))
 
     def meta_ref(self, text: str, offset: int) -> Constant:
         self.expect("[")
@@ -285,7 +304,7 @@ class _Parser(lx.TokenStream):
         if not index_text.isdigit() or int(index_text) >= len(table):
             raise self.error(f"metadata index {index_text} out of range ({kind} has "
                              f"{len(table)} entries)", index_offset)
-        span = self.trailer()
+        span = self.located(offset)
         key = (int(index_text), span)
         found = self.const_cache.get(key)
         if found is None:
@@ -294,7 +313,7 @@ class _Parser(lx.TokenStream):
         return found
 
     def function(self, text: str, offset: int) -> Function:
-        return self.function_rest()
+        return self.function_rest(offset)
 
     def if_expr(self, text: str, offset: int) -> If:
         self.expect("(")
@@ -303,7 +322,7 @@ class _Parser(lx.TokenStream):
         then = self.block()
         self.expect("else")
         other = self.block()
-        return If(cond, then, other, span=self.trailer())
+        return If(cond, then, other, span=self.located(offset))
 
     def paren(self, text: str, offset: int) -> Expr:
         fields: list[Expr] = []
@@ -317,7 +336,7 @@ class _Parser(lx.TokenStream):
         self.expect(")")
         if len(fields) == 1 and not trailing_comma:
             return fields[0]
-        return Tuple(tuple(fields), span=self.trailer())
+        return Tuple(tuple(fields), span=self.located(offset))
 
     def brace(self, text: str, offset: int) -> Expr:
         self.scopes.append({})
@@ -327,6 +346,11 @@ class _Parser(lx.TokenStream):
         return body
 
     # --- trailing comments --------------------------------------------------------------
+    def located(self, start: int) -> SpanLike:
+        """The span of the expression that began at `start`: its span comment, or else its
+        place in the file (TVM's parser spans), so hand-written text has lineage too."""
+        return self.trailer() or self.source_span(start)
+
     def trailer(self) -> SpanLike:
         span: SpanLike = UNKNOWN_SPAN
         while self.kinds[self.i] == lx.COMMENT:
@@ -334,16 +358,30 @@ class _Parser(lx.TokenStream):
             self.i += 1
             content = text[2:-2]
             stripped = content.lstrip()
-            if stripped.startswith("ty="):
-                start = offset + 2 + (len(content) - len(stripped)) + 3
-                parse_type(self.text, start=start, end=offset + len(text) - 2,
-                           source_name=self.source_name)
+            if stripped.startswith(("ty=", "span=")):
+                span = self.info_comment(content, offset + 2) or span
                 continue
             try:
                 span = lx.parse_span_comment(content)
             except lx.LexError as err:
                 raise self.error(str(err), offset + 2 + err.offset) from None
         return span
+
+    def info_comment(self, content: str, start: int) -> SpanLike:
+        """TVM's `/* ty=Tensor[(1, 4), float32] span=conv1:0:0 */`: the type is checked for
+        syntax (InferType recomputes it); the span is returned."""
+        type_text, _, span_text = content.partition("span=")
+        type_text = type_text.strip()
+        if type_text:
+            type_start = start + content.index("ty=") + 3
+            parse_type(self.text, start=type_start, end=type_start + len(type_text) - 3,
+                       source_name=self.source_name)
+        if not span_text.strip():
+            return UNKNOWN_SPAN
+        try:
+            return lx.tvm_span(span_text.strip())
+        except lx.LexError as err:
+            raise self.error(str(err), start + content.index("span=") + 5) from None
 
     # --- attributes ---------------------------------------------------------------------
     def attr(self) -> tuple[str, Any]:
@@ -456,12 +494,16 @@ def _parser(text: str, source_name: str, metadata: Mapping[str, Sequence[Any]] |
             str(err), err.offset) from None
     table: dict[str, Sequence[Any]] = {}
     if tokens.metadata is not None:
+        stream = lx.TokenStream(text, source_name, tokens)
         try:
-            table.update(json.loads(tokens.metadata))
+            section = json.loads(tokens.metadata)
+            table.update(meta_tables(section) if is_node_graph(section) else section)
         except json.JSONDecodeError as err:
-            stream = lx.TokenStream(text, source_name, tokens)
             raise stream.error(f"invalid metadata section: {err.msg}",
                                tokens.metadata_offset + err.pos) from None
+        except (MetaFormatError, KeyError, IndexError, TypeError) as err:
+            raise stream.error(f"invalid metadata section: {err}",
+                               tokens.metadata_offset) from None
     table.update(metadata or {})
     return _Parser(text, source_name, tokens, table, free_vars)
 

@@ -138,7 +138,7 @@ def _resize(call: Call, values: Values) -> Expr | None:
     import engine.relay as relay
 
     roi = [float(v) for v in np.asarray(values[0]).reshape(-1)]
-    attrs = {k: v for k, v in call.attrs.items()}
+    attrs = {k: v for k, v in call.attrs.items() if k not in ("size", "roi", "scales")}
     kind = attrs.pop("onnx_kind", "")
     axes, policy = attrs.pop("axes", ()), attrs.pop("keep_aspect_ratio_policy", "stretch")
     if not kind:

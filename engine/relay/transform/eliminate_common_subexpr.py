@@ -2,9 +2,10 @@
 `relay.transform.EliminateCommonSubexpr(fskip=None)`).
 
 Two calls are the same when they call the same op with equal attrs and the same
-(already merged) arguments; scalar constants count as equal by value. Stateful
-ops are never merged, nor calls for which `fskip(call)` is true. Two projections
-are the same when they take the same index of the same tuple.
+(already merged) arguments; scalar constants count as equal by value, and tuples
+of the same fields are one tuple (so `concatenate((%a, %b))` twice is one call).
+Stateful ops are never merged, nor calls for which `fskip(call)` is true. Two
+projections are the same when they take the same index of the same tuple.
 
 It runs in two steps: find the classes of duplicates (post-order, iterative), then
 rebuild with one survivor per class. The survivor carries the spans of every member
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 
-from engine.ir.expr import Call, Constant, Expr, Function, TupleGetItem, children
+from engine.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, children
 from engine.ir.module import IRModule
 from engine.ir.op import Op
 from engine.relay.expr_functor import ExprMutator, post_order
@@ -52,6 +53,8 @@ class DuplicateFinder:
     def key(self, node: Expr) -> Hashable | None:
         if isinstance(node, TupleGetItem):
             return ("getitem", self.canon(node.tuple_value), node.index)
+        if isinstance(node, Tuple):
+            return ("tuple", tuple(self.canon(f) for f in node.fields))
         if not isinstance(node, Call):
             return None
         if isinstance(node.op, Op) and node.op.get_attr("TOpIsStateful"):

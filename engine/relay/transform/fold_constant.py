@@ -4,8 +4,9 @@
   is evaluated through the interpreter and replaced by the result; the constant
   carries the spans of the call and of the constants it consumed;
 - skipped: zero-argument calls, `zeros_like` / `ones_like` / `full_like` / `full`
-  (folding them only materialises big tensors), stateful ops (`TOpIsStateful`),
-  calls inside `Primitive` functions;
+  (folding them only materialises big tensors), `nn.dropout` (left for
+  SimplifyInference, as TVM's FoldConstant leaves it), stateful ops
+  (`TOpIsStateful`), calls inside `Primitive` functions;
 - `shape_of` / `ndarray_size` of a statically shaped tensor become constants;
 - let-bound constants are propagated into the body and the binding dropped;
 - `TupleGetItem` of a `Tuple` is the field;
@@ -30,7 +31,7 @@ from engine.relay.transform.pass_infra import function_pass
 from engine.runtime.ndarray import NDArray
 from engine.transform import Pass, PassContext, register_pass
 
-NOT_FOLDED = frozenset({"zeros_like", "ones_like", "full_like", "full"})
+NOT_FOLDED = frozenset({"zeros_like", "ones_like", "full_like", "full", "nn.dropout"})
 """Ops never evaluated even with constant inputs (as TVM's FoldConstant)."""
 
 
