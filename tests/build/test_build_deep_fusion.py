@@ -13,7 +13,7 @@ from engine.relay.strategy.schedules import MAX_INLINE_CHAIN
 
 def build(body: relay.Expr, params: list[relay.Var]) -> tvm.relay.build_module.GraphExecutorFactoryModule:
     mod = tvm.IRModule.from_expr(relay.Function(params, body))
-    with tvm.transform.PassContext(opt_level=3):
+    with tvm.transform.PassContext(opt_level=3, config={"te.keep_schedule_record": True}):
         return relay.build(mod, target="llvm")
 
 

@@ -27,7 +27,7 @@ def imported(onnx_model: Callable[[str], Path]) -> dict[str, tuple[Any, Any]]:
 def built(imported: dict[str, tuple[Any, Any]]) -> dict[str, Any]:
     out = {}
     for name, (mod, params) in imported.items():
-        with tvm.transform.PassContext(opt_level=3):
+        with tvm.transform.PassContext(opt_level=3, config={"te.keep_schedule_record": True}):
             out[name] = relay.build(mod, target="llvm", params=params)
     return out
 

@@ -123,7 +123,7 @@ CASES: dict[str, Callable[[], relay.Function]] = {
 @pytest.mark.parametrize("target", ["llvm", "cuda"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_snapshot_computes_the_interpreter_result(name: str, target: str) -> None:
-    with tvm.transform.PassContext(opt_level=3):
+    with tvm.transform.PassContext(opt_level=3, config={"te.keep_schedule_record": True}):
         lib = relay.build(tvm.IRModule.from_expr(CASES[name]()), target=target)
     report = check_numerics(lib, snapshots=True)
     assert report and all(v == "ok" for v in report.values()), report

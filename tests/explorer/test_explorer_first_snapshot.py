@@ -6,6 +6,7 @@ num_passes_planned is exact."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
@@ -37,7 +38,8 @@ def test_upload_stores_the_initial_snapshot(app, client):
         snap = store.session_snapshot(session["id"])
         assert snap is not None
         text = store.snapshot(snap)["text"]
-    assert text == print_snapshot(parse(MODEL_TEXT))[0]
+    stored = hashlib.sha256(MODEL_TEXT.encode()).hexdigest() + ".relay"  # the upload's file
+    assert text == print_snapshot(parse(MODEL_TEXT, source_name=stored))[0]
 
 
 def test_run_started_is_stored_when_the_start_is_acknowledged(client, sock, gate):

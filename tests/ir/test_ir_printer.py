@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from goldens import check_golden
+from ir_helpers import assert_parsed_equal
 
 from engine import relay
 from engine.ir import (
@@ -20,7 +21,6 @@ from engine.ir import (
     Op,
     SequentialSpan,
     Span,
-    assert_structural_equal,
     layer_span,
     register_op,
 )
@@ -109,7 +109,7 @@ def test_golden_text(name: str) -> None:
     text = astext(mod, show_meta_data=True)
     path = GOLDENS / f"{name}.relay"
     check_golden(path, text)
-    assert_structural_equal(mod, parse(path.read_text()), compare_spans=True)
+    assert_parsed_equal(mod, parse(path.read_text()))
 
 
 def test_conv_text_reads_like_tvm() -> None:
@@ -147,7 +147,7 @@ def test_node_shared_by_both_branches_is_bound_before_the_if() -> None:
     assert text.index("multiply(") < text.index("if (%c)")
     back = parse(text)["main"].body
     assert back.true_branch.args[0] is back.false_branch.args[0]  # still one node
-    assert_structural_equal(IRModule.from_expr(fn), parse(text), compare_spans=True)
+    assert_parsed_equal(IRModule.from_expr(fn), parse(text))
 
 
 def test_nested_function_attrs_and_global_calls() -> None:
@@ -354,7 +354,7 @@ def test_100k_chain_prints_iteratively_and_round_trips() -> None:
     assert result.line_count == 100_000 + 3
     assert len(result.to_json()) > 100_000
     mod = parse(result.text)
-    assert_structural_equal(IRModule.from_expr(fn), mod, compare_spans=True)
+    assert_parsed_equal(IRModule.from_expr(fn), mod)
     assert elapsed < 30  # generous: the point is no RecursionError; numbers in the report
 
 

@@ -32,13 +32,13 @@ IDENT = "IDENT"        # nn.conv2d, Tensor, float32, fn, let
 COMMENT = "COMMENT"    # /* ... */
 VERSION = "VERSION"    # #[version = "0.0.5"]
 METADATA = "METADATA"  # #[metadata]
-PUNCT = "PUNCT"        # ( ) [ ] { } , ; = : -> . ?
+PUNCT = "PUNCT"        # ( ) [ ] { } , ; = : -> => . ?
 EOF = "EOF"
 
 _STRING = r'"(?:[^"\\\n]|\\.)*"'
 _PATTERN = re.compile("|".join([  # most frequent first
     r"(?P<WS>\s+)",
-    r"(?P<PUNCT>->|[()\[\]{},;=:.?])",
+    r"(?P<PUNCT>->|=>|[()\[\]{},;=:.?])",
     r"(?P<TEMP>%\d+)",
     rf"(?P<LOCAL>%(?:[A-Za-z_][A-Za-z0-9_]*|{_STRING}))",
     r"(?P<NUMBER>-?(?:\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|(?:inf|nan)(?=f))(?:[fiu]\d*)?"

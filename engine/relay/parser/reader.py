@@ -43,7 +43,10 @@ from engine.runtime.ndarray import NDArray
 
 __all__ = ["fromtext", "parse", "parse_expr", "parse_type"]
 
-_KEYWORDS = {"fn", "if", "else", "let", "def", "meta", "True", "False", "None", "free_var"}
+_KEYWORDS = {"fn", "if", "else", "let", "def", "meta", "True", "False", "None", "free_var",
+             "type", "match"}
+_NO_ADTS = ("algebraic data types (type definitions, constructors and match) are not "
+            "supported by this engine's IR")
 
 
 class _Parser(lx.TokenStream):
@@ -62,6 +65,8 @@ class _Parser(lx.TokenStream):
         self.version()
         if self.peek()[0] == lx.EOF:
             return IRModule()
+        if self.at("type"):
+            raise self.error(_NO_ADTS)
         if not self.at("def"):  # a bare expression: its free vars become main's params
             self.allow_free = True
             expr = self.scope_body()
@@ -280,6 +285,8 @@ class _Parser(lx.TokenStream):
         handler = _KEYWORD_ATOMS.get(text)
         if handler is not None:
             return handler(self, text, offset)
+        if text == "match":
+            raise self.error(_NO_ADTS, offset)
         if text in _KEYWORDS:
             raise self.error(f"unexpected keyword {text!r}", offset)
         try:

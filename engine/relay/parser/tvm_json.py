@@ -59,7 +59,7 @@ def load_ndarray(blob: bytes) -> np.ndarray:
 
 def save_ndarray(array: np.ndarray) -> bytes:
     """`array` in TVM's NDArray save format."""
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array)
     kind = {"i": 0, "u": 1, "f": 2, "b": 1}.get(array.dtype.kind)
     if kind is None:
         raise MetaFormatError(f"no TVM dtype for {array.dtype}")
