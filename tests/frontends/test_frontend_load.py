@@ -77,8 +77,10 @@ def test_relay_text_files_load_by_name(tmp_path: Path, name: str) -> None:
     path.write_text(_RELAY, encoding="utf-8")
     result = frontend.load(path)
     assert result.format == "relay" and result.params == {} and result.warnings == ()
-    assert result.graph == {"layers": [], "outputs": [],
-                            "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}]}
+    assert result.graph == {"outputs": [],
+                            "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
+                            "layers": [{"name": "relu1", "op_type": "nn.relu", "inputs": ["x"],
+                                        "outputs": ["relu1"], "attrs": {}}]}
     assert "relu1" in result.mod.astext()
     assert detect_format(_RELAY.encode(), "model.relay") == "relay"
 
