@@ -113,7 +113,14 @@ class OnnxImporter:
             return tuple(None if isinstance(d, AnyDim) else int(d)
                          for d in expr.type_annotation.shape)
         shape = self.info.get(name, (None, None))[0]
-        return shape if shape is not None else self._inferred(expr, "shape")
+        if shape is not None and None not in shape:
+            return shape
+        # onnx's inference gave up on a dim (it does not propagate values through Where, as
+        # TorchScript-exported attention masks need): the converted expression may know it
+        inferred = self._inferred(expr, "shape")
+        if shape is None or inferred is None or len(inferred) != len(shape):
+            return shape if inferred is None else inferred
+        return tuple(d if d is not None else i for d, i in zip(shape, inferred))
 
     def dtype_of(self, name: str, expr: Expr) -> str:
         if isinstance(expr, Constant):
