@@ -229,19 +229,24 @@ def reference_path(onnx_path: Path) -> Path:
 
 def cached_export(root: Path, name: str, exporter: str, dynamic_batch: bool = False) -> Path:
     """`export` into `root/<versions>/` unless it is there already (file-locked, so
-    concurrent runs export each model once). The folder is named after the torch,
-    torchvision and transformers versions and a hash of this file, so a change to any of
-    them exports afresh."""
-    directory = Path(root) / _cache_key()
-    path = export_path(directory, name, exporter, dynamic_batch)
+    concurrent runs export each model once). The folder is named after the versions of
+    torch, torchvision, transformers and onnxscript and a hash of this file, so a change
+    to any of them exports afresh."""
+    path = cache_path(root, name, exporter, dynamic_batch)
     if path.exists() and reference_path(path).exists():
         return path
+    directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (path.exists() and reference_path(path).exists()):
             export(name, directory, exporter, dynamic_batch)
     return path
+
+
+def cache_path(root: Path, name: str, exporter: str, dynamic_batch: bool = False) -> Path:
+    """Where `cached_export` keeps this export (it may not be there yet)."""
+    return export_path(Path(root) / _cache_key(), name, exporter, dynamic_batch)
 
 
 def _cache_key() -> str:
