@@ -29,24 +29,25 @@ from _common import BENCH, MODEL_DIR, Row, report, run_worker  # noqa: E402
 from bench_tvm import aggregate  # noqa: E402
 
 from engine.relay.testing import torch_models  # noqa: E402
+from engine.relay.testing.torch_models import Export  # noqa: E402
 
 CACHE = MODEL_DIR / "torch_export"
 COLUMNS = ("model", "exporter", "opset", "nodes", "file_mb", "export_s", "import_s",
            "pipeline_s", "record_s", "snapshots", "build_s", "build_nodes", "peak_rss_mb", "status")
 
 
-def exported(name: str, exporter: str) -> tuple[Path, float | None]:
+def exported(name: str, how: Export) -> tuple[Path, float | None]:
     """The cached export and, when this call made it, the seconds it took."""
-    fresh = not torch_models.cache_path(CACHE, name, exporter).exists()
+    fresh = not torch_models.cache_path(CACHE, name, how).exists()
     start = time.perf_counter()
-    path = torch_models.cached_export(CACHE, name, exporter)
+    path = torch_models.cached_export(CACHE, name, how)
     return path, (time.perf_counter() - start) if fresh else None
 
 
-def bench_case(name: str, exporter: str, repeat: int, timeout: float) -> Row:
+def bench_case(name: str, how: Export, repeat: int, timeout: float) -> Row:
     import onnx
 
-    path, export_s = exported(name, exporter)
+    path, export_s = exported(name, how)
     model = onnx.load(str(path), load_external_data=False)
     cmd = [sys.executable, str(BENCH / "_ours.py"), str(path)]
     first = run_worker(cmd, timeout)  # also finds any pass to route around
@@ -54,7 +55,7 @@ def bench_case(name: str, exporter: str, repeat: int, timeout: float) -> Row:
     runs = [first] + [run_worker([*cmd, "--disabled", disabled], timeout)
                       for _ in range(repeat - 1)]
     row = aggregate(runs)
-    row.update({"model": name, "exporter": exporter, "opset": torch_models.exported_opset(path),
+    row.update({"model": name, "exporter": how.exporter, "opset": torch_models.exported_opset(path),
                 "nodes": len(model.graph.node), "file_mb": path.stat().st_size / 2**20,
                 "export_s": export_s if export_s is not None else "cached"})
     if disabled != "none":
@@ -65,7 +66,7 @@ def bench_case(name: str, exporter: str, repeat: int, timeout: float) -> Row:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(torch_models.MODELS))
-    parser.add_argument("--exporters", default=",".join(torch_models.EXPORTERS))
+    parser.add_argument("--exporters", default="torchscript,dynamo")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--quick", action="store_true", help="ResNet-18, dynamo, one run")
@@ -79,10 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not available: {err} (make test-extras installs the torch extra)")
         return 0
     models = ["resnet18"] if args.quick else args.models.split(",")
-    exporters = ["dynamo"] if args.quick else args.exporters.split(",")
+    chosen = ["dynamo"] if args.quick else args.exporters.split(",")
+    exports = [how for how in torch_models.EXPORTS if how.exporter in chosen]
     repeat = 1 if args.quick else max(1, args.repeat)
-    rows = [bench_case(name, exporter, repeat, args.timeout)
-            for name in models for exporter in exporters]
+    rows = [bench_case(name, how, repeat, args.timeout) for name in models for how in exports]
     report("onnx_torch_export",
            f"torch.onnx.export models: import, recorded O3 pipeline, build (medians of {repeat})",
            COLUMNS, rows,

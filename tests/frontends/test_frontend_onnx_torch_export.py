@@ -2,14 +2,15 @@
 
 torchvision's ResNet-18, MobileNetV3-Small, EfficientNet-B0 and ConvNeXt-Tiny (1x3x64x64)
 and small Hugging Face BERT and GPT-2 configurations (2 layers, hidden 64, 16 tokens),
-seeded random weights, each exported by both exporters: the TorchScript one (opset 17)
-and the dynamo one (torch.export + onnxscript, opset 18). Each model
+seeded random weights, each exported by both exporters: the TorchScript one (at opset
+17) and the dynamo one (torch.export + onnxscript, at its default, opset 20). Each model
 - imports, and the interpreter matches PyTorch's outputs (rtol 1e-3);
 - names its layers after the exporter's nodes, and every expression carries such a span;
 - goes through relay.build at O3 (the standard pipeline, then LowerTE) with 100 % span
   coverage after every pass, and the built graph matches PyTorch too, every kernel
   naming the layers it came from, every convolution and matmul layer among them.
-A BERT exported with a dynamic batch imports with the batch pinned by shape={...}.
+A BERT exported with a dynamic batch (TorchScript at its default opset 20, dynamo at its
+lowest, 18) imports with the batch pinned by shape={...}.
 
 The exports are made once per machine (engine/relay/testing/torch_models.py caches them
 in the git-ignored bench/models/torch_export/); torch, torchvision, transformers and
@@ -38,6 +39,7 @@ from engine.relay.frontend.onnx import import_onnx
 from engine.relay.frontend.result import ImportResult
 from engine.relay.interpreter import evaluate
 from engine.relay.testing import torch_models
+from engine.relay.testing.torch_models import Export
 
 for _package in ("torch", "transformers", "onnxscript"):
     pytest.importorskip(_package)
@@ -47,13 +49,15 @@ if importlib.util.find_spec("torchvision") is None:
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 CACHE = Path(__file__).resolve().parents[2] / "bench" / "models" / "torch_export"
-CASES = [(name, exporter) for name in torch_models.MODELS for exporter in torch_models.EXPORTERS]
-IDS = [f"{name}-{exporter}" for name, exporter in CASES]
+CASES = [(name, how) for name in torch_models.MODELS for how in torch_models.EXPORTS]
+IDS = [f"{name}-{how.tag}" for name, how in CASES]
+DYNAMIC = [Export("torchscript", dynamic_batch=True), Export("dynamo", 18, dynamic_batch=True)]
 ANCHORS = ("Conv", "Gemm", "MatMul")  # layers whose name must reach a built kernel
 
 
 @dataclass
 class Case:
+    how: Export
     model: onnx.ModelProto
     inputs: dict[str, np.ndarray]
     expected: list[np.ndarray]
@@ -76,15 +80,12 @@ def assert_matches(actual: Any, expected: list[np.ndarray]) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
 
 
-def export(name: str, exporter: str, dynamic_batch: bool = False) -> Path:
-    return torch_models.cached_export(CACHE, name, exporter, dynamic_batch)
-
-
 @pytest.fixture(scope="module", params=CASES, ids=IDS)
 def case(request: pytest.FixtureRequest) -> Case:
-    path = export(*request.param)
+    name, how = request.param
+    path = torch_models.cached_export(CACHE, name, how)
     inputs, expected = torch_models.load_reference(path)
-    return Case(onnx.load(str(path)), inputs, expected, import_onnx(path))
+    return Case(how, onnx.load(str(path)), inputs, expected, import_onnx(path))
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +106,7 @@ def built(case: Case) -> Built:
 
 def test_exports_are_self_contained_at_the_expected_opset(case: Case) -> None:
     opset = next(o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx"))
-    assert opset in (17, 18)
+    assert opset == case.how.opset if case.how.opset else opset >= 18
     assert not any(onnx.external_data_helper.uses_external_data(t)
                    for t in case.model.graph.initializer)
 
@@ -138,10 +139,10 @@ def test_every_kernel_names_its_layers(case: Case, built: Built) -> None:
     assert anchors and anchors <= named, sorted(anchors - named)[:5]
 
 
-@pytest.fixture(scope="module", params=torch_models.EXPORTERS)
+@pytest.fixture(scope="module", params=DYNAMIC, ids=[how.tag for how in DYNAMIC])
 def dynamic_bert(request: pytest.FixtureRequest) -> tuple[Path, dict[str, np.ndarray],
                                                           list[np.ndarray]]:
-    path = export("bert_tiny", request.param, dynamic_batch=True)
+    path = torch_models.cached_export(CACHE, "bert_tiny", request.param)
     return (path, *torch_models.load_reference(path))
 
 

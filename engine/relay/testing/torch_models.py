@@ -2,13 +2,13 @@
 
 torchvision's ResNet-18, MobileNetV3-Small, EfficientNet-B0 and ConvNeXt-Tiny, and small
 Hugging Face BERT and GPT-2 configurations, with seeded random weights (nothing is
-downloaded), exported by either of torch's two exporters:
+downloaded), exported by either of torch's two exporters (`Export`):
 
-- `dynamo=False`: the TorchScript exporter (opset 17 here);
-- `dynamo=True`: the torch.export + onnxscript exporter (opset 18), saved self-contained
-  (its default writes the weights to an external data file).
+- `dynamo=False`: the TorchScript exporter;
+- `dynamo=True`: the torch.export + onnxscript exporter, saved self-contained (its
+  default writes the weights to an external data file).
 
-`export(name, directory, exporter)` writes `<name>.<exporter>.onnx` and, beside it,
+`export(name, directory, Export(...))` writes `<name>.<tag>.onnx` and, beside it,
 `<same>.npz` holding the example inputs and PyTorch's outputs for them (`in:<name>` and
 `out:<k>` entries), so a reader needs neither torch nor the model to check numerics.
 
@@ -23,6 +23,7 @@ import functools
 import hashlib
 import importlib.util
 import inspect
+import shutil
 import sys
 import warnings
 from collections.abc import Callable
@@ -34,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-EXPORTERS = ("torchscript", "dynamo")
 IMAGE = (1, 3, 64, 64)
 SEQ = 16
 VOCAB = 100
@@ -218,35 +218,71 @@ MODELS: dict[str, Callable[[int], TorchModel]] = {
 
 
 # --- export ----------------------------------------------------------------------------
-def export_path(directory: Path, name: str, exporter: str, dynamic_batch: bool = False) -> Path:
-    suffix = ".dynbatch" if dynamic_batch else ""
-    return Path(directory) / f"{name}.{exporter}{suffix}.onnx"
+@dataclass(frozen=True, slots=True)
+class Export:
+    """How to export: `exporter` "torchscript" (dynamo=False) or "dynamo"; `opset` None for
+    the exporter's default (20 in torch 2.13); `dynamic_batch` makes the batch dimension of
+    every input and output symbolic."""
+
+    exporter: str
+    opset: int | None = None
+    dynamic_batch: bool = False
+
+    def __post_init__(self) -> None:
+        if self.exporter not in ("torchscript", "dynamo"):
+            raise ValueError(f"exporter is 'torchscript' or 'dynamo', not {self.exporter!r}")
+
+    @property
+    def tag(self) -> str:
+        dynamic = "-dynbatch" if self.dynamic_batch else ""
+        return f"{self.exporter}-opset{self.opset or 'default'}{dynamic}"
+
+
+# what the tests and the benchmark export every model with: the TorchScript exporter at
+# opset 17 (LayerNormalization's first opset, where many exports are pinned) and the
+# dynamo exporter at its default
+EXPORTS = (Export("torchscript", 17), Export("dynamo"))
+
+
+def export_path(directory: Path, name: str, how: Export) -> Path:
+    return Path(directory) / f"{name}.{how.tag}.onnx"
 
 
 def reference_path(onnx_path: Path) -> Path:
     return Path(onnx_path).with_suffix(".npz")
 
 
-def cached_export(root: Path, name: str, exporter: str, dynamic_batch: bool = False) -> Path:
+def cached_export(root: Path, name: str, how: Export) -> Path:
     """`export` into `root/<versions>/` unless it is there already (file-locked, so
     concurrent runs export each model once). The folder is named after the versions of
     torch, torchvision, transformers and onnxscript and a hash of this file, so a change
-    to any of them exports afresh."""
-    path = cache_path(root, name, exporter, dynamic_batch)
+    to any of them exports afresh (and removes the folders of other versions)."""
+    path = cache_path(root, name, how)
     if path.exists() and reference_path(path).exists():
         return path
     directory = path.parent
+    if not directory.exists():
+        _remove_stale_caches(Path(root))
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (path.exists() and reference_path(path).exists()):
-            export(name, directory, exporter, dynamic_batch)
+            export(name, directory, how)
     return path
 
 
-def cache_path(root: Path, name: str, exporter: str, dynamic_batch: bool = False) -> Path:
+def cache_path(root: Path, name: str, how: Export) -> Path:
     """Where `cached_export` keeps this export (it may not be there yet)."""
-    return export_path(Path(root) / _cache_key(), name, exporter, dynamic_batch)
+    return export_path(Path(root) / _cache_key(), name, how)
+
+
+def _remove_stale_caches(root: Path) -> None:
+    """Exports made for other versions or an older form of this file (a few hundred MB
+    each): a new cache replaces them."""
+    if root.is_dir():
+        for old in root.iterdir():
+            if old.is_dir() and old.name != _cache_key():
+                shutil.rmtree(old, ignore_errors=True)
 
 
 def _cache_key() -> str:
@@ -256,18 +292,15 @@ def _cache_key() -> str:
     return f"{versions}-{digest}"
 
 
-def export(name: str, directory: Path, exporter: str, dynamic_batch: bool = False) -> Path:
-    """Export model `name` with `exporter` ("torchscript" or "dynamo") into `directory`;
-    with `dynamic_batch` the batch dimension of every input and output is symbolic.
-    Writes the reference `.npz` beside it; returns the `.onnx` path."""
+def export(name: str, directory: Path, how: Export) -> Path:
+    """Export model `name` into `directory` as `how` says, with the reference `.npz`
+    beside it; returns the `.onnx` path."""
     import onnx
     import torch
 
-    if exporter not in EXPORTERS:
-        raise ValueError(f"exporter must be one of {EXPORTERS}, not {exporter!r}")
     # torch.export specializes a dim of size 1: a dynamic batch is exported from a batch of 2
-    model = MODELS[name](2 if dynamic_batch else 1)
-    path = export_path(directory, name, exporter, dynamic_batch)
+    model = MODELS[name](2 if how.dynamic_batch else 1)
+    path = export_path(directory, name, how)
     path.parent.mkdir(parents=True, exist_ok=True)
     args = tuple(model.inputs.values())
     inputs, outputs = list(model.inputs), list(model.outputs)
@@ -276,17 +309,17 @@ def export(name: str, directory: Path, exporter: str, dynamic_batch: bool = Fals
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = model.module(*args)
-        if exporter == "dynamo":
-            program = torch.onnx.export(model.module, args, dynamo=True, opset_version=18,
+        if how.exporter == "dynamo":
+            program = torch.onnx.export(model.module, args, dynamo=True, opset_version=how.opset,
                                         input_names=inputs, output_names=outputs,
-                                        dynamic_shapes=_dynamo_batch(model, dynamic_batch),
+                                        dynamic_shapes=_dynamo_batch(model, how.dynamic_batch),
                                         verbose=False)
             assert program is not None  # dynamo=True always returns the program
             onnx.save(program.model_proto, str(path))  # self-contained: no external data
         else:
-            torch.onnx.export(model.module, args, str(path), dynamo=False, opset_version=17,
-                              input_names=inputs, output_names=outputs,
-                              dynamic_axes=_torchscript_batch(model, dynamic_batch))
+            torch.onnx.export(model.module, args, str(path), dynamo=False,
+                              opset_version=how.opset, input_names=inputs, output_names=outputs,
+                              dynamic_axes=_torchscript_batch(model, how.dynamic_batch))
     if isinstance(expected, torch.Tensor):
         expected = (expected,)
     arrays = {f"in:{k}": v.numpy() for k, v in model.inputs.items()}
