@@ -33,7 +33,7 @@ from engine.relay.testing.torch_models import Export  # noqa: E402
 
 CACHE = MODEL_DIR / "torch_export"
 COLUMNS = ("model", "exporter", "opset", "nodes", "file_mb", "export_s", "import_s",
-           "pipeline_s", "record_s", "snapshots", "build_s", "build_nodes", "peak_rss_mb", "status")
+           "pipeline_s", "record_s", "snapshots", "build_s", "build_nodes", "peak_rss_mb", "status", "error")
 
 
 def exported(name: str, how: Export) -> tuple[Path, float | None]:
