@@ -10,7 +10,8 @@ dynamic, as `from_keras_model` leaves it, so the files carry the SHAPE / STRIDED
 PACK arithmetic real conversions carry.
 
 For every `NAME_VARIANT.tflite` it writes `NAME_VARIANT.npz` holding a seeded input
-(`in:<tensor>`) and TFLite's own interpreter's outputs for it (`out:<tensor>`).
+(`in:<tensor>`) and TFLite's own interpreter's outputs for it: `out:<tensor>` from the
+builtin kernels, `xnnpack:<tensor>` with the default XNNPACK delegate.
 
 Usage:  python bench/make_tflite_models.py OUTDIR [--only NAME[,NAME...]] [--list]
 """
@@ -136,15 +137,27 @@ def convert(model: keras.Model, variant: str, sample: np.ndarray) -> bytes:
     return bytes(converter.convert())
 
 
-def reference(flatbuffer: bytes, feed: np.ndarray) -> dict[str, np.ndarray]:
-    interpreter = tf.lite.Interpreter(model_content=flatbuffer)
+def _run(flatbuffer: bytes, feed: np.ndarray, builtin: bool) -> tuple[str, dict[str, np.ndarray]]:
+    options = {"experimental_op_resolver_type":
+               tf.lite.experimental.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES} \
+        if builtin else {}
+    interpreter = tf.lite.Interpreter(model_content=flatbuffer, **options)
     interpreter.allocate_tensors()
     (detail,) = interpreter.get_input_details()
     interpreter.set_tensor(detail["index"], feed)
     interpreter.invoke()
-    out = {f"in:{detail['name']}": feed}
-    for d in interpreter.get_output_details():
-        out[f"out:{d['name']}"] = interpreter.get_tensor(d["index"])
+    return detail["name"], {d["name"]: interpreter.get_tensor(d["index"])
+                            for d in interpreter.get_output_details()}
+
+
+def reference(flatbuffer: bytes, feed: np.ndarray) -> dict[str, np.ndarray]:
+    """`out:` TFLite's builtin kernels (the reference); `xnnpack:` the default interpreter,
+    whose XNNPACK delegate quantizes dynamic-range activations its own way."""
+    name, builtin = _run(flatbuffer, feed, builtin=True)
+    _, delegated = _run(flatbuffer, feed, builtin=False)
+    out = {f"in:{name}": feed}
+    out.update({f"out:{k}": v for k, v in builtin.items()})
+    out.update({f"xnnpack:{k}": v for k, v in delegated.items()})
     return out
 
 

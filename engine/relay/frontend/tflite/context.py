@@ -84,11 +84,12 @@ class OpContext:
         expr = self.input(index)
         if isinstance(expr, Constant):
             return tuple(expr.data.shape)
-        ty = self.importer.type_of(expr)
-        if not all(isinstance(d, int) for d in ty.shape):
+        dims = self.importer.type_of(expr).shape
+        static = tuple(d for d in dims if isinstance(d, int))
+        if len(static) != len(dims):
             raise self.fail(f"input {index} ({self.tensor(index).name!r}) has a dynamic shape "
-                            f"{ty.shape}")
-        return tuple(int(d) for d in ty.shape)
+                            f"{dims}")
+        return static
 
     def dtype(self, index: int) -> str:
         expr = self.input(index)

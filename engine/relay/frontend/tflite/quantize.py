@@ -12,7 +12,9 @@ on the fly, one scale per batch row, accumulate int8 x int8 in int32, and rescal
 - asymmetric (per-channel CONV_2D, every DEPTHWISE_CONV_2D, FULLY_CONNECTED with
   asymmetric_quantize_inputs): the range [min(x, 0), max(x, 0)] in double, scale =
   range / 255, the zero point taken from whichever end loses less and nudged into
-  [-128, 127], q = clamp(round(zp + x * (1 / scale)), -128, 127); padding counts as zp.
+  [-128, 127], q = clamp(round(x * (1 / scale)) + zp, -128, 127) (rounded before the
+  offset is added: what the reference interpreter computes on x86, checked element by
+  element against tflite 2.21's builtin kernels); padding counts as zp.
 
 `round` is C's (half away from zero). Composed here from Relay ops, so every pass and
 relay.build handle them.
@@ -76,7 +78,7 @@ def dequantize(ctx: OpContext) -> Expr:
     expr = ctx.input(0)
     if tensor.dtype in ("float16", "float32"):
         if isinstance(expr, Constant):
-            return relay.const(expr.data.numpy().astype("float32"), span=expr.span)
+            return relay.const(expr.data.numpy().astype("float32"))
         return relay.cast(expr, "float32")
     if tensor.quant is None:
         raise ctx.fail(f"{tensor.dtype} tensor {tensor.name!r} has no quantization parameters")
@@ -145,9 +147,9 @@ def _asymmetric(x: Expr, axes: Sequence[int]) -> tuple[Expr, Expr]:
                         -128.0, 127.0)
     zero = relay.cast(relay.where(flat, _f64(0.0), nudged), "float32")
     scale32 = relay.cast(scale, "float32")
-    inverse = relay.divide(_f32(1.0), scale32)
-    q = relay.clip(round_half_away(relay.add(zero, relay.multiply(x, inverse))), -128.0, 127.0)
-    return relay.subtract(q, zero), scale32
+    inverse = relay.cast(relay.divide(_f64(1.0), relay.cast(scale32, "float64")), "float32")
+    q = relay.add(round_half_away(relay.multiply(x, inverse)), zero)
+    return relay.subtract(relay.clip(q, -128.0, 127.0), zero), scale32
 
 
 def quantize_rows(x: Expr, axes: Sequence[int], asymmetric: bool) -> tuple[Expr, Expr]:
@@ -156,8 +158,8 @@ def quantize_rows(x: Expr, axes: Sequence[int], asymmetric: bool) -> tuple[Expr,
     return relay.cast(q, "int32"), scale
 
 
-def weight_scale(ctx: OpContext, index: int, channel_axis: int) -> tuple[Expr, Expr]:
-    """(int32 weights, float32 per-output-channel scale laid along the output's last axis)."""
+def weight_scale(ctx: OpContext, index: int, channel_axis: int) -> Expr:
+    """The float32 per-output-channel (or per-tensor) scale of int8 weights, checked."""
     tensor = ctx.tensor(index)
     quant = tensor.quant
     if quant is None:
@@ -167,7 +169,7 @@ def weight_scale(ctx: OpContext, index: int, channel_axis: int) -> tuple[Expr, E
     if quant.scale.size > 1 and quant.axis != channel_axis:
         raise ctx.fail(f"weights {tensor.name!r} are quantized along axis {quant.axis}, not "
                        f"the output channels (axis {channel_axis})")
-    return relay.cast(ctx.input(index), "int32"), relay.const(quant.scale.astype("float32"))
+    return relay.const(quant.scale.astype("float32"))
 
 
 def rescale(acc: Expr, input_scale: Expr, channel_scale: Expr) -> Expr:

@@ -208,8 +208,8 @@ def fill(ctx: OpContext) -> Expr:
 
 @converter("RANGE")
 def range_op(ctx: OpContext) -> Expr:
-    start, limit, delta = (ctx.value(i).reshape(()) for i in range(3))
-    return relay.const(np.arange(start, limit, delta, dtype=ctx.out_tensor().dtype))
+    start, limit, delta = (ctx.value(i).reshape(-1)[0].item() for i in range(3))
+    return relay.const(np.arange(start, limit, delta).astype(ctx.out_tensor().dtype))
 
 
 _REDUCE: dict[str, Callable[..., Expr]] = {
