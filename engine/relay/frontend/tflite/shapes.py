@@ -183,6 +183,11 @@ def gather(ctx: OpContext) -> Expr:
     return relay.take(ctx.input(0), ctx.input(1), axis=axis, batch_dims=batch_dims)
 
 
+@converter("EMBEDDING_LOOKUP")
+def embedding_lookup(ctx: OpContext) -> Expr:
+    return relay.take(ctx.input(1), ctx.input(0), axis=0)  # (ids, table)
+
+
 @converter("GATHER_ND")
 def gather_nd(ctx: OpContext) -> Expr:
     rank = len(ctx.shape(1))
