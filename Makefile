@@ -9,7 +9,7 @@ PORT ?= 5000
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: run test setup test-extras frontend chromium lint typecheck pytest bench clean
+.PHONY: run test setup test-extras tflite-models frontend chromium lint typecheck pytest bench clean
 
 run: setup frontend
 	$(VENV)/bin/explorer serve --demo --host $(HOST) --port $(PORT)
@@ -34,6 +34,22 @@ $(VENV)/.torch-extras: $(STAMP) pyproject.toml
 	test -x .venv-tflite/bin/python || python3 -m venv .venv-tflite
 	.venv-tflite/bin/pip install --quiet --disable-pip-version-check 'numpy<2' tflite-runtime \
 		|| echo "tflite-runtime could not be installed: TFLite reference comparisons will be skipped"
+	touch $@
+
+# Keras applications converted to TFLite (float32, float16, dynamic-range, full-integer) with
+# TFLite's reference outputs, for tests/frontends/test_frontend_tflite_keras.py. TensorFlow
+# lives in its own venv; generating takes several minutes, so `make test` does not do it
+# (those tests skip without the cache) and the cache is kept until the generator changes.
+TFLITE_MODELS := bench/models/tflite
+tflite-models: $(TFLITE_MODELS)/.built
+
+.venv-tf/.installed:
+	test -x .venv-tf/bin/python || python3 -m venv .venv-tf
+	.venv-tf/bin/pip install --quiet --disable-pip-version-check 'tensorflow==2.21.0'
+	touch $@
+
+$(TFLITE_MODELS)/.built: bench/make_tflite_models.py .venv-tf/.installed
+	.venv-tf/bin/python bench/make_tflite_models.py $(TFLITE_MODELS)
 	touch $@
 
 $(STAMP): pyproject.toml
@@ -79,4 +95,4 @@ bench: setup frontend chromium
 	$(PY) bench/run_all.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-tflite node_modules static/dist
+	rm -rf $(VENV) .venv-tflite .venv-tf node_modules static/dist
