@@ -9,7 +9,7 @@ PORT ?= 5000
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: run test setup test-extras frontend chromium lint typecheck pytest bench clean
+.PHONY: run test setup test-extras tflite-models frontend chromium lint typecheck pytest bench clean
 
 run: setup frontend
 	$(VENV)/bin/explorer serve --demo --host $(HOST) --port $(PORT)
@@ -18,20 +18,38 @@ test: setup test-extras frontend chromium lint typecheck pytest
 
 setup: $(STAMP)
 
-# Test-only extras: PyTorch for the PyTorch frontend tests (torch==2.13.0 installs from the
-# machine's local wheel; where it cannot be had, those tests skip), and tflite-runtime in its
+# Test-only extras: the `torch` extra of pyproject.toml (torch==2.13.0, which installs from
+# the machine's local CPU wheel, with torchvision, transformers and onnxscript) for the
+# PyTorch frontend and torch.onnx.export tests, in one pip command so that nothing
+# upgrades torch (where they cannot be had, those tests skip); and tflite-runtime in its
 # own venv (it needs numpy<2) as the reference for the TFLite frontend tests.
-test-extras: $(VENV)/.torch .venv-tflite/.installed
+test-extras: $(VENV)/.torch-extras .venv-tflite/.installed
 
-$(VENV)/.torch: $(STAMP)
-	$(PIP) install --quiet --disable-pip-version-check 'torch==2.13.0' \
-		|| echo "torch==2.13.0 could not be installed: the PyTorch frontend tests will be skipped"
+$(VENV)/.torch-extras: $(STAMP) pyproject.toml
+	$(PIP) install --quiet --disable-pip-version-check -e '.[torch]' \
+		|| echo "the torch extra could not be installed: the PyTorch frontend and torch.onnx.export tests will be skipped"
 	touch $@
 
 .venv-tflite/.installed:
 	test -x .venv-tflite/bin/python || python3 -m venv .venv-tflite
 	.venv-tflite/bin/pip install --quiet --disable-pip-version-check 'numpy<2' tflite-runtime \
 		|| echo "tflite-runtime could not be installed: TFLite reference comparisons will be skipped"
+	touch $@
+
+# Keras applications converted to TFLite (float32, float16, dynamic-range, full-integer) with
+# TFLite's reference outputs, for tests/frontends/test_frontend_tflite_keras.py. TensorFlow
+# lives in its own venv; generating takes several minutes, so `make test` does not do it
+# (those tests skip without the cache) and the cache is kept until the generator changes.
+TFLITE_MODELS := bench/models/tflite
+tflite-models: $(TFLITE_MODELS)/.built
+
+.venv-tf/.installed:
+	test -x .venv-tf/bin/python || python3 -m venv .venv-tf
+	.venv-tf/bin/pip install --quiet --disable-pip-version-check 'tensorflow==2.21.0'
+	touch $@
+
+$(TFLITE_MODELS)/.built: bench/make_tflite_models.py .venv-tf/.installed
+	.venv-tf/bin/python bench/make_tflite_models.py $(TFLITE_MODELS)
 	touch $@
 
 $(STAMP): pyproject.toml
@@ -77,4 +95,4 @@ bench: setup frontend chromium
 	$(PY) bench/run_all.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-tflite node_modules static/dist
+	rm -rf $(VENV) .venv-tflite .venv-tf node_modules static/dist

@@ -93,11 +93,13 @@ def test_what_cannot_be_converted_is_named() -> None:
                              q_num_heads=2, kv_num_heads=2, update_rule="gated")
     with pytest.raises(ConversionError, match="'gated' needs the decay input"):
         import_onnx(_single(gated, qkv))
-    score = helper.make_graph([helper.make_node("Neg", ["s"], ["t"])], "mod",
+    score = helper.make_graph([helper.make_node("Neg", ["s"], ["t"]),
+                               helper.make_node("Abs", ["s"], ["u"])], "mod",
                               [helper.make_tensor_value_info("s", F, None)],
-                              [helper.make_tensor_value_info("t", F, None)])
+                              [helper.make_tensor_value_info("t", F, None),
+                               helper.make_tensor_value_info("u", F, None)])
     flex = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], name="fa",
                             domain="ai.onnx.preview", score_mod=score)
     rank4 = [(n, [1, 2, 3, 4]) for n in "qkv"]
-    with pytest.raises(ConversionError, match="'score_mod' needs sub-graph import"):
+    with pytest.raises(ConversionError, match="'score_mod' must give one tensor, not 2"):
         import_onnx(_single(flex, rank4, ("ai.onnx.preview", 1)))

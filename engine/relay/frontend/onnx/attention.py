@@ -229,10 +229,12 @@ def _softmax_dtype(ctx: NodeContext, dtype: str) -> str:
 
 def _modified(ctx: NodeContext, name: str, x: Expr) -> Expr:
     """`x` through the graph attribute `name` (score_mod, prob_mod) when the node has one."""
-    if ctx.attr(name) is None:
+    if ctx.attrs.get(name) is None:
         return x
-    raise ctx.fail(f"the graph attribute {name!r} needs sub-graph import, which the ONNX "
-                   "importer does not have yet")
+    out = ctx.importer.import_subgraph(ctx.graph(name), [x], False, ctx.name).outputs
+    if len(out) != 1 or out[0] is None:
+        raise ctx.fail(f"the graph attribute {name!r} must give one tensor, not {len(out)}")
+    return out[0]
 
 
 @converter(f"{PREVIEW}.FlexAttention")

@@ -364,7 +364,7 @@ def _matmul_dense(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple, b_shape: t
     static = ctx.static_shape(0)
     flat = relay.reshape(a, newshape=[int(np.prod(static[:-1])), static[-1]])
     out = relay.nn.dense(flat, weight, units=units)
-    return relay.reshape(out, newshape=[*static[:-1], int(units)])
+    return relay.reshape(out, newshape=[*static[:-1], -1 if units is None else int(units)])
 
 
 def _matmul_batch(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple[int, ...],

@@ -7,11 +7,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 import engine.relay as relay
 from engine.ir.errors import UnsupportedOperatorError
-from engine.ir.expr import Expr, Function, Tuple, Var
+from engine.ir.expr import Constant, Expr, Function, Tuple, Var
 from engine.ir.module import IRModule
 from engine.ir.span import merge_spans
+from engine.ir.type import TensorType
 from engine.relay.frontend import result as res
 from engine.relay.frontend.common import (
     ConversionError,
@@ -22,10 +25,18 @@ from engine.relay.frontend.common import (
     set_parameter_span,
     set_span,
 )
+from engine.relay.frontend.tflite import elemwise, nn, quantize, shapes  # noqa: F401 (register)
+from engine.relay.frontend.tflite.context import CONVERTERS, OpContext
 from engine.relay.frontend.tflite.model import OpRecord, TFLiteGraph
-from engine.relay.frontend.tflite.ops import CONVERTERS, OpContext
+from engine.relay.frontend.tflite.quantize import QUANTIZED_DTYPES
+from engine.relay.transform.fold_constant import fold_constant
+from engine.relay.type_infer import TypeInferencer
 
 _CONVERTER_ERRORS = (TypeError, ValueError, IndexError, KeyError, AttributeError)
+# ops that only move or describe quantized values (exact on int8 as on float)
+_QUANTIZED_SAFE = frozenset({"QUANTIZE", "DEQUANTIZE", "SHAPE", "RESHAPE", "SQUEEZE",
+                             "EXPAND_DIMS", "TRANSPOSE"})
+FOLD_LIMIT = 1 << 22  # elements: larger results of constant operands stay computed
 
 
 class TFLiteImporter:
@@ -38,6 +49,7 @@ class TFLiteImporter:
         self.exprs: dict[int, Expr] = {}
         self.inputs: dict[int, Var] = {}
         self.layers: list[dict[str, Any]] = []
+        self.typer = TypeInferencer()
 
     def run(self) -> tuple[IRModule, dict[str, Any], list[str]]:
         self._check_supported()
@@ -88,8 +100,42 @@ class TFLiteImporter:
         self.exprs[index] = expr
         return expr
 
+    def type_of(self, expr: Expr) -> TensorType:
+        """The engine's type inference (types stay on the nodes: each call types only what
+        was converted since the last one)."""
+        ty = self.typer.infer(expr)
+        if not isinstance(ty, TensorType):
+            raise TypeError(f"expected a tensor, got {ty}")
+        return ty
+
+    def _check_float(self, op: OpRecord, layer: str, inputs: list[Expr | None]) -> None:
+        """Full-integer models: arithmetic on quantized activations needs TFLite's integer
+        kernels, which the quantization work brings; say so instead of computing wrongly."""
+        if op.op_type in _QUANTIZED_SAFE:
+            return
+        for index, expr in zip(op.inputs, inputs):
+            tensor = self.graph.tensors[index] if index >= 0 else None
+            if tensor is not None and tensor.quant is not None and \
+                    tensor.dtype in QUANTIZED_DTYPES and not isinstance(expr, Constant):
+                raise ConversionError(layer, op.op_type, (
+                    f"computes on the quantized {tensor.dtype} tensor {tensor.name!r} "
+                    f"(scale {tensor.quant.scale.reshape(-1)[:4].tolist()}): TFLite's integer "
+                    "kernels are not converted yet; float, float16 and dynamic-range models "
+                    "are"))
+
+    def _fold(self, op: OpRecord, inputs: list[Expr | None], outputs: list[Expr]) -> list[Expr]:
+        """An op whose operands are all constants becomes constants (shape arithmetic)."""
+        present = [e for e in inputs if e is not None]
+        if not present or not all(isinstance(e, Constant) for e in present):
+            return outputs
+        sizes = [int(np.prod(self.graph.tensors[i].shape)) for i in op.outputs]
+        if any(size > FOLD_LIMIT for size in sizes):
+            return outputs
+        return [fold_constant(o) for o in outputs]
+
     def _convert(self, op: OpRecord, layer: str) -> None:
         inputs = [self._operand(i, layer) for i in op.inputs]
+        self._check_float(op, layer, inputs)
         self.layers.append(res.layer_entry(
             layer, op.op_type, [self.graph.tensors[i].name for i in op.inputs if i >= 0],
             [self.graph.tensors[i].name for i in op.outputs],
@@ -101,7 +147,7 @@ class TFLiteImporter:
             raise
         except _CONVERTER_ERRORS as err:
             raise ctx.fail(f"{type(err).__name__}: {err}") from err
-        outputs = [out] if isinstance(out, Expr) else list(out)
+        outputs = self._fold(op, inputs, [out] if isinstance(out, Expr) else list(out))
         outputs = set_span(outputs, layer)
         for index, expr in zip(op.outputs, outputs):
             self.exprs[index] = expr

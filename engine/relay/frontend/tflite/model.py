@@ -17,11 +17,13 @@ from tflite.BuiltinOperator import BuiltinOperator
 from tflite.BuiltinOptions import BuiltinOptions
 
 from engine.relay.frontend.common import CorruptModelError, check_elements
+from engine.relay.frontend.tflite.sparse import DimLevel, Sparsity, densify
 
 _OP_NAMES = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
 _OPTION_NAMES = {v: k for k, v in vars(BuiltinOptions).items() if not k.startswith("_")}
 TFLITE_DTYPES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 6: "bool",
-                 7: "int16", 9: "int8", 10: "float64", 16: "uint32", 15: "uint64"}
+                 7: "int16", 9: "int8", 10: "float64", 12: "uint64", 15: "uint32",
+                 16: "uint16", 18: "bfloat16"}
 _PARSE_ERRORS = (struct.error, IndexError, ValueError, TypeError, AttributeError, OverflowError,
                  UnicodeDecodeError)
 
@@ -169,8 +171,43 @@ def _buffer(model: Any, tensor: Any, name: str, shape: tuple[int, ...], dtype: s
         if isinstance(data, int):
             return None
         payload = data.tobytes()
+    sparsity = _sparsity(tensor)
+    if sparsity is not None:
+        values = np.frombuffer(payload, dtype=dtype)
+        try:
+            return densify(values, shape, sparsity)
+        except ValueError as err:
+            raise CorruptModelError(f"sparse tensor {name!r}: {err}") from None
     expected = int(np.prod(shape)) * np.dtype(dtype).itemsize
     if len(payload) != expected:
         raise CorruptModelError(f"tensor {name!r} holds {len(payload)} bytes, its shape "
                                 f"{list(shape)} of {dtype} needs {expected} (truncated?)")
     return np.frombuffer(payload, dtype=dtype).reshape(shape)
+
+
+_INDEX_VECTORS = {1: tflite.Int32Vector, 2: tflite.Uint16Vector, 3: tflite.Uint8Vector}
+
+
+def _index_vector(kind: int, table: Any) -> np.ndarray:
+    if kind == 0 or table is None:
+        return np.zeros(0, dtype=np.int64)
+    if kind not in _INDEX_VECTORS:
+        raise CorruptModelError(f"unknown sparse index vector type {kind}")
+    vector = _INDEX_VECTORS[kind]()
+    vector.Init(table.Bytes, table.Pos)
+    values = vector.ValuesAsNumpy()
+    return np.zeros(0, dtype=np.int64) if isinstance(values, int) else values.astype(np.int64)
+
+
+def _sparsity(tensor: Any) -> Sparsity | None:
+    table = tensor.Sparsity()
+    if table is None:
+        return None
+    levels = []
+    for i in range(table.DimMetadataLength()):
+        dim = table.DimMetadata(i)
+        levels.append(DimLevel(int(dim.Format()), int(dim.DenseSize()),
+                               _index_vector(int(dim.ArraySegmentsType()), dim.ArraySegments()),
+                               _index_vector(int(dim.ArrayIndicesType()), dim.ArrayIndices())))
+    return Sparsity(tuple(_ints(table.TraversalOrderAsNumpy())),
+                    tuple(_ints(table.BlockMapAsNumpy())), tuple(levels))
