@@ -106,6 +106,22 @@ def _static_scalar(node: Any) -> int | float | bool | None:
     return int(hint) if hint is not None else None
 
 
+def _is_view(node: Any) -> bool:
+    return node.op == "call_function" and bool(getattr(node.target, "is_view", False))
+
+
+def _view_positions(shape: tuple[int, ...], chain: list[Any]) -> np.ndarray:
+    """Flat positions in a contiguous tensor of `shape` that the view chain (base first)
+    selects: the same view ops applied to an arange of positions."""
+    import torch
+
+    view = torch.arange(int(np.prod(shape)), dtype=torch.int64).reshape(shape)
+    for node in chain:
+        args = [view, *node.args[1:]]
+        view = node.target(*args, **node.kwargs)
+    return np.ascontiguousarray(view.numpy())
+
+
 def _numpy(tensor: Any) -> np.ndarray:
     return tensor.detach().cpu().contiguous().numpy()
 
@@ -196,6 +212,9 @@ class TorchImporter:
     def _arg(self, value: Any, layer: str) -> Any:
         if hasattr(value, "op") and hasattr(value, "name") and value.name in self.values:
             expr = self.values[value.name]
+            if expr is None:
+                raise ConversionError(layer, str(value.name), "this value is not computed "
+                                      "(an index output such as max-pool indices)")
             if self.fill_spans and isinstance(expr, Expr) and not expr.span:
                 expr = set_parameter_span(expr, layer, self.tensor_names.get(value.name,
                                                                               value.name))
@@ -232,11 +251,34 @@ class TorchImporter:
             raise
         except _CONVERTER_ERRORS as err:
             raise call.fail(f"{type(err).__name__}: {err}") from err
-        out = set_span(out, node_span(node))
+        span = node_span(node)
+        out = set_span(out, span)
         self.values[node.name] = out
         self.tensor_names[node.name] = node.name
         if is_inplace(target) and node.args and hasattr(node.args[0], "name"):
-            self.values[node.args[0].name] = out  # later readers of the mutated tensor
+            self._write(node.args[0], out, span)
+
+    def _write(self, written: Any, value: Expr, span: Span) -> None:
+        """An in-place op wrote `value` into `written`: later readers of it, and of the
+        tensor it is a view of (a slice of a mask filled in place), see the write."""
+        self.values[written.name] = value
+        chain = []
+        base = written
+        while _is_view(base) and base.args and hasattr(base.args[0], "name"):
+            chain.append(base)
+            base = base.args[0]
+        if not chain:
+            return
+        meta = _tensor_meta(base.meta.get("val"))
+        if meta is None or any(d < 0 for d in meta.shape) or base.name not in self.values:
+            raise ConversionError(scope_name(written), target_name(written.target),
+                                  "an in-place write into a view of a tensor of unknown shape")
+        positions = _view_positions(meta.shape, list(reversed(chain)))
+        flat = relay.reshape(self.values[base.name], newshape=[-1])
+        updated = relay.scatter_elements(flat, relay.const(positions.reshape(-1)),
+                                         relay.reshape(value, newshape=[-1]), axis=0)
+        self.values[base.name] = set_span(relay.reshape(updated, newshape=list(meta.shape)),
+                                          span)
 
     def _user_outputs(self) -> list[Any]:
         """The fx values of the program's user outputs (mutated buffers left out)."""

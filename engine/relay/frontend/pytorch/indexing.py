@@ -346,9 +346,7 @@ def nonzero(call: AtenCall) -> Expr:
 def getitem(call: AtenCall) -> Any:
     value, i = call.args[0], int(call.args[1])
     if isinstance(value, (list, tuple)):
-        if value[i] is None:
-            raise call.fail(f"output {i} of the producing op (its indices) is not supported")
-        return value[i]
+        return value[i]  # None for an output not computed: reading it fails
     return TupleGetItem(value, i)
 
 
