@@ -17,7 +17,14 @@ from engine.relay.frontend.pytorch import (  # noqa: F401 (each registers its co
     reductions,
     tensors,
 )
-from engine.relay.frontend.pytorch.ops import CONVERTERS, AtenCall, axis_of, converter, tensor
+from engine.relay.frontend.pytorch.ops import (
+    CONVERTERS,
+    AtenCall,
+    axis_of,
+    converter,
+    lookup,
+    tensor,
+)
 
 
 def _known(call: AtenCall) -> tuple[int, ...]:
@@ -55,4 +62,4 @@ def local_scalar(call: AtenCall) -> Expr:
     return relay.reshape(tensor(call, 0), newshape=[])
 
 
-__all__ = ["CONVERTERS"]
+__all__ = ["CONVERTERS", "lookup"]

@@ -254,6 +254,15 @@ def native_group_norm(call: AtenCall) -> list[Expr]:
     return _group_norm(call, int(call.args[6]), call.args[1], call.args[2], float(call.args[7]))
 
 
+@converter("aten.instance_norm.default")
+def instance_norm(call: AtenCall) -> Expr:
+    if not call.args[5]:  # use_input_stats=False: the running statistics, as batch_norm
+        return _batch_norm(call, tensor(call, 0), call.args[1], call.args[2], call.args[3],
+                           call.args[4], False, call.args[7])[0]
+    shape = call.shape(0)
+    return _group_norm(call, shape[1], call.args[1], call.args[2], float(call.args[7]))[0]
+
+
 @converter("aten.rms_norm.default")
 def rms_norm(call: AtenCall) -> Expr:
     x = tensor(call, 0)

@@ -199,9 +199,9 @@ def zeros_ones(call: AtenCall) -> Expr:
 @converter("aten.full.default", "aten.new_full.default", "aten.full_like.default",
            "aten.fill.Scalar", "aten.fill.Tensor")
 def full(call: AtenCall) -> Expr:
-    if call.target.startswith("aten.full.default"):
-        return _fill(call, call.args[1])
-    return _fill(call, call.arg(1, "fill_value") if "full" in call.target else call.args[1])
+    if call.target.startswith("aten.new_full"):
+        return _fill(call, call.args[2])
+    return _fill(call, call.args[1])  # full(size, value), full_like(x, value), fill(x, value)
 
 
 @converter("aten.scalar_tensor.default")
