@@ -86,6 +86,8 @@ def _inplace_slice_fill(x: Any) -> Any:
 def _index_put(x: Any, i: Any) -> Any:
     y = x.clone()
     y[i] = 7.0
+    y[1:, i[:1]] = x[:4, :1] * 3
+    y[i, 1:] += 1.0
     return y
 
 
@@ -148,9 +150,9 @@ CASES: list[tuple[str, Callable[..., Any], Callable[[], tuple[Any, ...]]]] = [
      lambda: (_r(4, 5),)),
     ("scans_softmax", lambda x: torch.cat([x.cumsum(1), x.cumprod(0), x.softmax(1),
                                            x.log_softmax(0)]), lambda: (_r(3, 4),)),
-    ("sort_topk", lambda x: torch.cat([x.sort(1).values, x.sort(0, descending=True).values,
-                                       x.topk(2, 1).values, x.topk(2, 0, largest=False).values.T,
-                                       x.argsort(1).float(), x.topk(3).indices.float()], 1),
+    ("sort_topk", lambda x: torch.cat([t.reshape(-1) for t in (
+        x.sort(1).values, x.sort(0, descending=True).values, x.topk(2, 1).values,
+        x.topk(2, 0, largest=False).values, x.argsort(1).float(), x.topk(3).indices.float())]),
      lambda: (_r(4, 5),)),
     ("views", lambda x: torch.cat([
         x.view(2, 12).reshape(4, 6).flatten(), x.permute(2, 0, 1).reshape(-1),
@@ -177,7 +179,8 @@ CASES: list[tuple[str, Callable[..., Any], Callable[[], tuple[Any, ...]]]] = [
     ("gathers", lambda x, i: torch.cat([x.index_select(1, i[0]).reshape(-1),
                                         x.gather(1, i[:, :2]).reshape(-1),
                                         x[i[0]].reshape(-1), x[:, i[1]].reshape(-1),
-                                        x[i[0], i[1]].reshape(-1),
+                                        x[i[0], i[1]].reshape(-1), x[i[:2], 1:].reshape(-1),
+                                        x[None, :, i[0]].reshape(-1),
                                         torch.take_along_dim(x, i[:, :2], 1).reshape(-1)]),
      lambda: (_r(4, 4), _i(4, 4, 3))),
     ("embedding", lambda w, i: F.embedding(i, w), lambda: (_r(10, 4), _i(10, 2, 3))),
@@ -187,10 +190,10 @@ CASES: list[tuple[str, Callable[..., Any], Callable[[], tuple[Any, ...]]]] = [
         x.scatter_reduce(1, i, s, "amax").reshape(-1),
         x.index_add(1, i[0], s).reshape(-1),
         torch.slice_scatter(x, s[:, :2], 1, 1, 3).reshape(-1),
-        torch.select_scatter(x, s[0], 0, 2).reshape(-1)]),
+        torch.select_scatter(x, x[0] * 2, 0, 2).reshape(-1)]),
      lambda: (_r(3, 4), torch.tensor([[0, 1], [2, 3], [1, 0]]), _r(3, 2))),
     ("inplace_slice_fill", _inplace_slice_fill, lambda: (_r(4, 6),)),
-    ("index_put", _index_put, lambda: (_r(5, 3), torch.tensor([0, 3]))),
+    ("index_put", _index_put, lambda: (_r(5, 3), torch.tensor([0, 2]))),
     ("creation", lambda x: torch.cat([
         torch.zeros_like(x), torch.ones_like(x), torch.full_like(x, 3.0), x.new_zeros(2, 4),
         x.new_ones(1, 4), x.new_full((1, 4), 2.0), torch.arange(4.0).expand(2, 4),
@@ -205,7 +208,7 @@ CASES: list[tuple[str, Callable[..., Any], Callable[[], tuple[Any, ...]]]] = [
      lambda: (_r(2, 3),)),
     ("matmul_family", lambda a, b, v: torch.cat([
         (a @ b).reshape(-1), torch.bmm(a, b).reshape(-1), (a[0] @ b[0]).reshape(-1),
-        (a @ v).reshape(-1), (v @ b[0].T @ b[0]).reshape(-1), torch.addmm(v[:2], a[0], b[0])
+        (a @ v).reshape(-1), (v @ b[0].T @ b[0]).reshape(-1), torch.addmm(v, a[0], b[0])
         .reshape(-1), torch.baddbmm(a @ b, a, b, beta=0.5, alpha=2).reshape(-1),
         torch.einsum("bij,bjk->bik", a, b).reshape(-1)]),
      lambda: (_r(2, 4, 4), _r(2, 4, 4), _r(4))),

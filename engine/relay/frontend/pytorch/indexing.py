@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -104,33 +105,58 @@ def take_along_dim(call: AtenCall) -> Expr:
     return relay.gather(data, axis, idx)
 
 
-@converter("aten.index.Tensor", "aten._unsafe_index.Tensor")
-def index(call: AtenCall) -> Expr:
-    """x[i0, i1, ...] with index tensors (None skips a dim): gather_nd on the indexed dims
-    moved to the front, as torch places the result dims (first unless split by a None)."""
+@dataclass(frozen=True)
+class _Advanced:
+    """x[i0, i1, ...] with index tensors (None skips a dim) as gather_nd / scatter_nd on x
+    with the indexed dims moved to the front: `perm` moves them, `out_axes` takes the
+    gathered (batch..., rest...) layout to torch's (the broadcast index dims first, or in
+    place of the indexed block when the indexed dims are adjacent)."""
+
+    stacked: Expr
+    perm: list[int]
+    out_axes: list[int]
+    gathered: list[int]
+
+    @property
+    def target(self) -> list[int]:
+        return [self.gathered[a] for a in self.out_axes]
+
+
+def _advanced(call: AtenCall) -> _Advanced:
     shape = call.shape(0)
     metas = call.metas.get(1) or []
     indices = [(d, v, m) for d, (v, m) in enumerate(zip(call.args[1], metas)) if v is not None]
     if not indices:
-        return tensor(call, 0)
-    if any(m is not None and m.dtype == "bool" for _, _, m in indices):
+        raise call.fail("indexing with no index tensor")
+    if any(m is None or m.dtype == "bool" for _, _, m in indices):
         raise call.fail("indexing by a boolean mask is not supported (its size is data-"
                         "dependent)")
     dims = [d for d, _, _ in indices]
     rest = [d for d in range(len(shape)) if d not in dims]
-    x = tensor(call, 0)
-    if dims != list(range(len(dims))):
-        x = relay.transpose(x, axes=dims + rest)
     batch = _broadcast([m.shape for _, _, m in indices])
     stacked = relay.stack([relay.broadcast_to(_wrap(v, m.dtype, shape[d]), batch)
                            for d, v, m in indices], axis=0)
-    out = relay.gather_nd(x, stacked)
-    contiguous = dims == list(range(dims[0], dims[0] + len(dims)))
-    if contiguous and dims[0] > 0:  # torch keeps the indexed block where it was
-        nb, lead = len(batch), dims[0]
-        axes = [*range(nb, nb + lead), *range(nb), *range(nb + lead, nb + len(rest))]
-        out = relay.transpose(out, axes=axes)
-    return out
+    nb = len(batch)
+    lead = dims[0] if dims == list(range(dims[0], dims[0] + len(dims))) else 0
+    out_axes = [*range(nb, nb + lead), *range(nb), *range(nb + lead, nb + len(rest))]
+    return _Advanced(stacked, dims + rest, out_axes, batch + [shape[d] for d in rest])
+
+
+def _permuted(x: Expr, axes: list[int]) -> Expr:
+    return x if axes == sorted(axes) else relay.transpose(x, axes=axes)
+
+
+def _inverse(axes: list[int]) -> list[int]:
+    return [int(a) for a in np.argsort(axes)]
+
+
+@converter("aten.index.Tensor", "aten._unsafe_index.Tensor")
+def index(call: AtenCall) -> Expr:
+    if all(v is None for v in call.args[1]):
+        return tensor(call, 0)
+    plan = _advanced(call)
+    out = relay.gather_nd(_permuted(tensor(call, 0), plan.perm), plan.stacked)
+    return _permuted(out, plan.out_axes)
 
 
 def _wrap(idx: Expr, dtype: str, size: int) -> Expr:
@@ -145,21 +171,14 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> list[int]:
 
 @converter("aten.index_put.default", "aten._unsafe_index_put.default")
 def index_put(call: AtenCall) -> Expr:
-    shape = call.shape(0)
-    metas = call.metas.get(1) or []
-    entries = list(zip(call.args[1], metas))
-    if any(v is None for v, _ in entries) or any(m.dtype == "bool" for _, m in entries):
-        raise call.fail("index_put with skipped dims or a boolean mask is not supported")
-    batch = _broadcast([m.shape for _, m in entries])
-    stacked = relay.stack([relay.broadcast_to(_wrap(v, m.dtype, shape[d]), batch)
-                           for d, (v, m) in enumerate(entries)], axis=0)
-    dtype = call.dtype(0)
-    values = operand(call, 2, dtype, "values")
-    target = batch + list(shape[len(entries):])
-    if list(call.shape(2)) != target:
-        values = relay.broadcast_to(values, target)
+    plan = _advanced(call)
+    values = operand(call, 2, call.dtype(0), "values")
+    if list(call.shape(2)) != plan.target:
+        values = relay.broadcast_to(values, plan.target)
     mode = "add" if call.arg(3, "accumulate", False) else "update"
-    return relay.scatter_nd(tensor(call, 0), stacked, values, mode=mode)
+    out = relay.scatter_nd(_permuted(tensor(call, 0), plan.perm), plan.stacked,
+                           _permuted(values, _inverse(plan.out_axes)), mode=mode)
+    return _permuted(out, _inverse(plan.perm))
 
 
 @converter("aten.flip.default")

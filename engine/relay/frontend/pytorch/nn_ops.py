@@ -191,7 +191,7 @@ def batch_norm_legit(call: AtenCall) -> list[Any]:
 @converter("aten._native_batch_norm_legit.no_stats")
 def batch_norm_no_stats(call: AtenCall) -> list[Any]:
     return _batch_norm(call, tensor(call, 0), call.args[1], call.args[2], None, None, True,
-                       call.args[4])
+                       call.args[5])
 
 
 def _layer_norm(call: AtenCall, shape: list[int], weight: Any, bias: Any, eps: float
@@ -393,7 +393,7 @@ def _resize(call: AtenCall, method: str, align_corners: bool, exact: bool = Fals
     elif nd != 2:
         raise call.fail(f"{nd}-D interpolation is not supported")
     size = list(out[2:]) if nd == 2 else [1, out[2]]
-    if method == "nearest":
+    if method == "nearest_neighbor":
         mode = "half_pixel" if exact else "asymmetric"
         rounding = "round_prefer_ceil" if exact else "floor"
     else:
@@ -424,13 +424,13 @@ def _scales(call: AtenCall, nd: int) -> list[float] | None:
 @converter("aten.upsample_nearest1d.vec", "aten.upsample_nearest2d.vec",
            "aten.upsample_nearest1d.default", "aten.upsample_nearest2d.default")
 def upsample_nearest(call: AtenCall) -> Expr:
-    return _resize(call, "nearest", False)
+    return _resize(call, "nearest_neighbor", False)
 
 
 @converter("aten._upsample_nearest_exact1d.vec", "aten._upsample_nearest_exact2d.vec",
            "aten._upsample_nearest_exact1d.default", "aten._upsample_nearest_exact2d.default")
 def upsample_nearest_exact(call: AtenCall) -> Expr:
-    return _resize(call, "nearest", False, exact=True)
+    return _resize(call, "nearest_neighbor", False, exact=True)
 
 
 @converter("aten.upsample_bilinear2d.vec", "aten.upsample_bilinear2d.default",

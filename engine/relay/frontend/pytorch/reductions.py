@@ -22,11 +22,12 @@ _REDUCE = {"sum": relay.sum, "mean": relay.mean, "amax": relay.max, "amin": rela
            "min": relay.min, "nansum": relay.sum}
 
 
-def _reduce_dims(call: AtenCall) -> list[int] | None:
-    if call.target.endswith(".default") and call.target.split(".")[1] in (
-            "sum", "mean", "prod", "any", "all", "max", "min"):
-        return None  # the whole tensor
-    return dims_of(call.arg(1, "dim"), len(call.shape(0)))
+_WHOLE = ("sum", "mean", "prod", "any", "all", "max", "min", "nansum")
+
+
+def _whole(call: AtenCall) -> bool:
+    """`sum.default` and friends: the whole tensor, with no dim or keepdim argument."""
+    return call.target.endswith(".default") and call.target.split(".")[1] in _WHOLE
 
 
 @converter("aten.sum.dim_IntList", "aten.sum.default", "aten.mean.dim", "aten.mean.default",
@@ -40,11 +41,9 @@ def reduce(call: AtenCall) -> Expr:
     x = operand(call, 0, "bool" if op in ("any", "all") else dtype)
     if op == "nansum":
         x = relay.where(relay.isnan(x), relay.zeros_like(x), x)
-    keepdim = bool(call.arg(2, "keepdim", False)) if call.target.split(".")[2] != "default" \
-        else bool(call.kwargs.get("keepdim", False))
-    dims = _reduce_dims(call)
-    if dims is not None and not call.shape(0):
-        dims = None
+    whole = _whole(call) or not call.shape(0)
+    keepdim = False if _whole(call) else bool(call.arg(2, "keepdim", False))
+    dims = None if whole else dims_of(call.arg(1, "dim"), len(call.shape(0)))
     out = _REDUCE[op](x, axis=dims, keepdims=keepdim)
     return cast(out, "bool" if op in ("any", "all") else dtype, dtype)
 
