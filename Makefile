@@ -18,14 +18,16 @@ test: setup test-extras frontend chromium lint typecheck pytest
 
 setup: $(STAMP)
 
-# Test-only extras: PyTorch for the PyTorch frontend tests (torch==2.13.0 installs from the
-# machine's local wheel; where it cannot be had, those tests skip), and tflite-runtime in its
+# Test-only extras: the `torch` extra of pyproject.toml (torch==2.13.0, which installs from
+# the machine's local CPU wheel, with torchvision, transformers and onnxscript) for the
+# PyTorch frontend and torch.onnx.export tests, in one pip command so that nothing
+# upgrades torch (where they cannot be had, those tests skip); and tflite-runtime in its
 # own venv (it needs numpy<2) as the reference for the TFLite frontend tests.
-test-extras: $(VENV)/.torch .venv-tflite/.installed
+test-extras: $(VENV)/.torch-extras .venv-tflite/.installed
 
-$(VENV)/.torch: $(STAMP)
-	$(PIP) install --quiet --disable-pip-version-check 'torch==2.13.0' \
-		|| echo "torch==2.13.0 could not be installed: the PyTorch frontend tests will be skipped"
+$(VENV)/.torch-extras: $(STAMP) pyproject.toml
+	$(PIP) install --quiet --disable-pip-version-check -e '.[torch]' \
+		|| echo "the torch extra could not be installed: the PyTorch frontend and torch.onnx.export tests will be skipped"
 	touch $@
 
 .venv-tflite/.installed:

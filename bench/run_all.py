@@ -45,6 +45,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("passes"),
     Benchmark("pipeline", quick=("--models", "mobilenetv2", "--repeat", "1", "--no-write")),
     Benchmark("build", quick=("--models", "mobilenetv2", "--no-write")),
+    Benchmark("onnx_torch_export"),
     Benchmark("tvm"),
 )
 

@@ -25,7 +25,7 @@ from engine.te.bound import (
 from engine.te.errors import LoweringError
 from engine.te.schedule import Schedule
 from engine.te.stage import AttachType, IterVarAttr, Stage
-from engine.te.tensor import ComputeOp, IterVar, Tensor
+from engine.te.tensor import ComputeOp, IterVar, PlaceholderOp, Tensor
 from engine.tir import expr as E
 from engine.tir.arith import collect_vars, simplify
 from engine.tir.functor import rewrite, substitute
@@ -65,13 +65,22 @@ class NestBuilder:
 
     # --- buffers -----------------------------------------------------------------------------
     def _bind_params(self, args: Sequence[Tensor]) -> None:
+        unread: set[int] = set()
         for tensor in args:
             if not isinstance(tensor, Tensor):
                 raise LoweringError(f"lower: args must be tensors, got {tensor!r}")
+            buf = Buffer(tensor.name, tuple(tensor.shape), tensor.dtype, "global")
+            if tensor not in self.sch and isinstance(tensor.op, PlaceholderOp):
+                # an input nothing reads (a fused function's unused tuple field): still a
+                # parameter of the function, as tvm.lower keeps it
+                if id(tensor.op) in unread:
+                    raise LoweringError(f"lower: tensor {tensor.name} is listed twice in args")
+                unread.add(id(tensor.op))
+                self.params.append(buf)
+                continue
             stage = self.sch[tensor]
             if id(stage) in self.buffers:
                 raise LoweringError(f"lower: tensor {tensor.name} is listed twice in args")
-            buf = Buffer(tensor.name, tuple(tensor.shape), tensor.dtype, "global")
             self.buffers[id(stage)] = buf
             self.params.append(buf)
 

@@ -84,8 +84,8 @@ class RunManager:
                                for name, dims in symbolic.items())
             raise bad_request(SYMBOLIC_INPUTS, f"relay.build needs static input shapes, and "
                               f"these inputs have symbolic dimensions: {listed}. Pin them "
-                              "(the page's 'Pin shapes', or POST /api/sessions/<id>/pin) or "
-                              "run without build", {"inputs": symbolic})
+                              "(the page's 'Pin shapes', POST /api/sessions/<id>/pin, or "
+                              "explorer run --input-shapes) or run without build", {"inputs": symbolic})
         if self.stopping:
             raise ApiError(503, "shutting_down", "the server is shutting down")
         run_id = new_id()

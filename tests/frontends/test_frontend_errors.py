@@ -161,14 +161,21 @@ def test_checker_complaint_is_a_warning_not_a_refusal() -> None:
 
 
 def test_an_unread_optional_output_is_fine_a_read_one_is_named() -> None:
-    nodes = [helper.make_node("MaxPool", ["x"], ["y", "idx"], kernel_shape=[1], name="pool")]
-    x = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4])]
-    y = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4])]
-    assert frontend.load(_model(nodes, inputs=x, outputs=y).SerializeToString()).mod
-    nodes.append(helper.make_node("Cast", ["idx"], ["z"], to=TensorProto.FLOAT, name="use"))
-    z = [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 1, 4])]
-    with pytest.raises(frontend.ConversionError, match="output 1 .'idx'. of layer 'pool'"):
-        frontend.load(_model(nodes, inputs=x, outputs=z).SerializeToString())
+    """Inference-mode BatchNormalization of opset 13 declares the training outputs (the
+    running mean, ...) it does not compute: fine unread, named when something reads one."""
+    stats = [numpy_helper.from_array(np.full(2, v, np.float32), n)
+             for n, v in (("g", 1.0), ("b", 0.0), ("m", 0.0), ("v", 1.0))]
+    nodes = [helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"],
+                              ["y", "run_mean"], name="bn")]
+    x = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4])]
+    y = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4])]
+    assert frontend.load(_model(nodes, inputs=x, outputs=y, initializers=stats)
+                         .SerializeToString()).mod
+    nodes.append(helper.make_node("Identity", ["run_mean"], ["z"], name="use"))
+    z = [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])]
+    with pytest.raises(frontend.ConversionError, match="output 1 .'run_mean'. of layer 'bn'"):
+        frontend.load(_model(nodes, inputs=x, outputs=z, initializers=stats)
+                      .SerializeToString())
 
 
 def test_converter_problem_names_the_layer() -> None:

@@ -12,17 +12,16 @@ onnxruntime on the same file. Each model is imported and optimized once per sess
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from frontend_helpers import CoverageCheck
 
 import engine as tvm
-from engine.instrument import PassInstrument
 from engine.ir.module import IRModule
 from engine.relay.analysis import span_coverage
 from engine.relay.frontend.onnx import from_onnx
@@ -33,20 +32,6 @@ LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 MODELS = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",
           "shufflenet", "squeezenet", "vgg19", "zfnet512"]
 RTOL = {"densenet121": 2e-3}  # onnx's own tolerance for this model
-
-
-@dataclass(eq=False)
-class CoverageCheck(PassInstrument):
-    """Span coverage of the module after every pass."""
-
-    failures: list[str] = field(default_factory=list)
-    passes: list[str] = field(default_factory=list)
-
-    def run_after_pass(self, mod: IRModule, info: Any) -> None:
-        self.passes.append(info.name)
-        cov = span_coverage(mod)
-        if cov.ratio != 1.0:
-            self.failures.append(f"{info.name}: {cov} {cov.missing[:3]}")
 
 
 @dataclass

@@ -129,6 +129,21 @@ def test_missing_input_in_args_is_a_clear_error() -> None:
         tvm.lower(s, [B])
 
 
+def test_an_input_nothing_reads_is_still_a_parameter() -> None:
+    # a fused function that takes a whole tuple and reads one field of it (GPT-2's
+    # split q/k/v): the other fields are parameters of the kernel all the same
+    A, B, a = _elementwise()
+    unread = te.placeholder((3,), name="unread")
+    s = te.create_schedule(B.op)
+    func = tvm.lower(s, [unread, A, B])
+    assert "unread" in str(func)
+    out = np.zeros_like(a)
+    run(func, np.ones(3, "float32"), a, out)
+    np.testing.assert_allclose(out, a * 2 + 1)
+    with pytest.raises(te.LoweringError, match="listed twice"):
+        tvm.lower(s, [unread, unread, A, B])
+
+
 def test_nested_reduction_is_rejected_at_compute() -> None:
     A = te.placeholder((4, 4), name="A")
     k = te.reduce_axis((0, 4), name="k")
