@@ -144,3 +144,24 @@ def test_unsupported_aten_ops_are_listed() -> None:
     assert info.value.frontend == "pytorch"
     assert any(op.startswith("aten.linalg_inv") for op in info.value.ops)
     assert "aten.fft_rfft.default" in info.value.ops
+
+
+def test_unknown_pytree_classes_become_dicts_or_tuples() -> None:
+    import json
+
+    from engine.relay.frontend.pytorch.safety import builtin_treespec
+
+    leaf = {"type": None, "context": None, "children_spec": []}
+    spec = json.dumps([1, {"type": "transformers.modeling_outputs.BaseModelOutput",
+                           "context": json.dumps(["last_hidden_state", "pooler_output"]),
+                           "children_spec": [leaf, {"type": "mylib.Pair",
+                                                    "context": "{\"opaque\": 1}",
+                                                    "children_spec": [leaf, leaf]}]}])
+    _, root = json.loads(builtin_treespec(spec))
+    assert root["type"] == "builtins.dict"
+    assert json.loads(root["context"]) == ["last_hidden_state", "pooler_output"]
+    pair = root["children_spec"][1]
+    assert (pair["type"], pair["context"], len(pair["children_spec"])) == (
+        "builtins.tuple", "null", 2)
+    restored = torch.utils._pytree.treespec_loads(builtin_treespec(spec))
+    assert restored.num_leaves == 3
