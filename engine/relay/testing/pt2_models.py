@@ -71,7 +71,7 @@ def _whisper_encoder() -> Built:
         decoder_ffn_dim=128, num_mel_bins=16, max_source_positions=16, pad_token_id=0,
         bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
     mel = torch.randn(1, 16, 32, generator=torch.Generator().manual_seed(3))
-    return transformers.WhisperEncoder(config).eval(), (mel,)
+    return transformers.WhisperModel(config).get_encoder().eval(), (mel,)
 
 
 _SMALL = {"vocab_size": VOCAB, "hidden_size": 64, "num_hidden_layers": 2,
