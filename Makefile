@@ -9,7 +9,7 @@ PORT ?= 5000
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: run test setup test-extras frontend chromium lint typecheck pytest test-pt2-models bench clean
+.PHONY: run test setup test-extras frontend chromium lint typecheck pytest bench clean
 
 run: setup frontend
 	$(VENV)/bin/explorer serve --demo --host $(HOST) --port $(PORT)
@@ -71,11 +71,6 @@ typecheck:
 
 pytest:
 	$(PY) -m pytest $(PYTEST_ARGS)
-
-# every .pt2 acceptance model (torchvision and Hugging Face, both export forms; the default
-# run has ResNet-18, BERT and GPT-2)
-test-pt2-models: setup test-extras
-	$(PY) -m pytest --pt2-models $(PYTEST_ARGS) tests/frontends/test_frontend_pytorch_models.py
 
 bench: setup frontend chromium
 	# real Apache TVM (0.27, Relax-based) for the side-by-side benchmark, in its own venv

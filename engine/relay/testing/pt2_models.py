@@ -2,9 +2,8 @@
 with seeded random weights (nothing is downloaded), in small configurations, returning
 what they return in PyTorch (a tensor, an OrderedDict, a Hugging Face `ModelOutput`).
 
-`build(name)` gives `(module in eval mode, example inputs)`; `DEFAULT` are the models the
-default test run exports, the rest run behind `make test-pt2-models`. torch, torchvision
-and transformers are imported lazily.
+`build(name)` gives `(module in eval mode, example inputs)`. torch, torchvision and
+transformers are imported lazily.
 """
 
 from __future__ import annotations
@@ -100,7 +99,6 @@ MODELS: dict[str, Callable[[], Built]] = {
                         d_ff=128, num_layers=2, num_heads=2, use_cache=False),
     "whisper_encoder": _whisper_encoder,
 }
-DEFAULT = ("resnet18", "bert", "gpt2")
 
 
 def build(name: str) -> Built:

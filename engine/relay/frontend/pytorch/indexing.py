@@ -97,12 +97,9 @@ def take_along_dim(call: AtenCall) -> Expr:
     idx = _index_tensor(call, 1, shape[axis])
     target = list(call.out_shape)
     target[axis] = call.shape(1)[axis]
-    data = tensor(call, 0)
-    data_shape = list(shape)
-    data_shape[axis] = call.out_shape[axis]
     if list(call.shape(1)) != target:
         idx = relay.broadcast_to(idx, target)
-    return relay.gather(data, axis, idx)
+    return relay.gather(tensor(call, 0), axis, idx)
 
 
 @dataclass(frozen=True)

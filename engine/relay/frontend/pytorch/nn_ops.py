@@ -6,11 +6,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 import engine.relay as relay
 from engine.ir.expr import Expr
 from engine.relay.frontend.pytorch.ops import (
     AtenCall,
-    axis_of,
     cast,
     const,
     converter,
@@ -370,9 +371,7 @@ def scaled_dot_product_attention(call: AtenCall) -> Expr:
     return matmul_exprs(call, weights, v, (*q_shape[:-1], k_shape[-2]), v_shape)
 
 
-def _causal(rows: int, cols: int) -> Any:
-    import numpy as np
-
+def _causal(rows: int, cols: int) -> np.ndarray:
     return np.tril(np.ones((rows, cols), dtype=bool))
 
 
@@ -480,7 +479,3 @@ def prelu(call: AtenCall) -> Expr:
                               else relay.reshape(alpha, newshape=[
                                   -1, *([1] * (len(call.shape(0)) - 2))]))
     return relay.where(relay.greater(x, const(0, call.dtype(0))), x, negative)
-
-
-def dim_axis(call: AtenCall, index: int, key: str = "dim") -> int:
-    return axis_of(call.arg(index, key, 0), len(call.shape(0)))

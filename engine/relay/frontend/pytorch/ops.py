@@ -154,9 +154,6 @@ def cast(expr: Expr, have: str, want: str) -> Expr:
     return expr if have == want else relay.cast(expr, want)
 
 
-_KIND = {"bool": 0}
-
-
 def _kind(dtype: str) -> int:
     """0 bool, 1 integer, 2 floating: the categories torch promotes across."""
     if dtype == "bool":

@@ -18,7 +18,6 @@ from engine.relay.frontend.pytorch.ops import (
     cast,
     const,
     converter,
-    dims_of,
     ints,
     operand,
     tensor,
@@ -180,11 +179,10 @@ def unbind(call: AtenCall) -> list[Expr]:
 
 # --- creation ----------------------------------------------------------------------------------
 def _fill(call: AtenCall, value: Any) -> Expr:
+    """The output's shape filled with `value`: a number, or (fill.Tensor) a 0-d tensor."""
     dtype = call.out_dtype
     if isinstance(value, Expr):
-        return relay.broadcast_to(cast(value, call.meta(1).dtype if 1 in call.metas and
-                                       call.metas[1] is not None else dtype, dtype),
-                                  list(call.out_shape))
+        return relay.broadcast_to(operand(call, 1, dtype), list(call.out_shape))
     return relay.full(const(value, dtype), list(call.out_shape), dtype)
 
 
@@ -285,7 +283,3 @@ def constant_pad(call: AtenCall) -> Expr:
            "aten.replication_pad2d.default", "aten.replication_pad3d.default")
 def mode_pad(call: AtenCall) -> Expr:
     return _pad(call, ints(call.args[1]), "reflect" if "reflection" in call.target else "edge")
-
-
-def dims_arg(call: AtenCall, index: int, key: str) -> list[int] | None:
-    return dims_of(call.arg(index, key), len(call.shape(0)))
