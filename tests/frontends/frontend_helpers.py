@@ -97,3 +97,13 @@ class CoverageCheck(PassInstrument):
         cov = span_coverage(mod)
         if cov.ratio != 1.0:
             self.failures.append(f"{info.name}: {cov} {cov.missing[:3]}")
+
+
+def assert_matches(actual: Any, expected: list[np.ndarray]) -> None:
+    """A framework's outputs (one array or a list) against the reference's, rtol 1e-3."""
+    outs = actual if isinstance(actual, (list, tuple)) else [actual]
+    assert len(outs) == len(expected)
+    for got, want in zip(outs, expected):
+        got = np.asarray(got)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)

@@ -29,7 +29,12 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from frontend_helpers import CoverageCheck, assert_fully_spanned, valid_span_names
+from frontend_helpers import (
+    CoverageCheck,
+    assert_fully_spanned,
+    assert_matches,
+    valid_span_names,
+)
 
 import engine as tvm
 from engine import relay
@@ -70,15 +75,6 @@ class Built:
     coverage: CoverageCheck
     node_spans: list[set[str]]
     kernels: list[Any]
-
-
-def assert_matches(actual: Any, expected: list[np.ndarray]) -> None:
-    outs = actual if isinstance(actual, (list, tuple)) else [actual]
-    assert len(outs) == len(expected)
-    for got, want in zip(outs, expected):
-        got = np.asarray(got)
-        assert got.shape == want.shape
-        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
 
 
 @pytest.fixture(scope="module", params=CASES, ids=IDS)

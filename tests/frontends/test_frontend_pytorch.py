@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import zipfile
 from pathlib import Path
@@ -76,7 +77,11 @@ def test_spans_are_module_scopes(net_and_input) -> None:
     layers = {layer["name"] for layer in result.graph["layers"]}
     assert {"layer1.0.conv1", "layer1.1.bn1", "stem", "fc"} <= layers
     text = result.mod.astext()
-    assert "/* layer1.0.conv1 */" in text
+    # the span's line is the model's own line calling the layer (Block.forward's return)
+    line = inspect.getsourcelines(Block.forward)[1] + 1
+    assert f"/* layer1.0.conv1:{line}:0 */" in text
+    conv = next(entry for entry in result.graph["layers"] if entry["name"] == "layer1.0.conv1")
+    assert conv["attrs"]["source"] == f"{__file__}:{line}"
 
 
 def test_pt2_file_round_trip(net_and_input, tmp_path: Path) -> None:
@@ -132,10 +137,31 @@ def test_pt2_calling_python_code_is_refused(net_and_input, tmp_path: Path) -> No
 def test_unsupported_aten_ops_are_listed() -> None:
     class Odd(torch.nn.Module):
         def forward(self, x):
-            return torch.cumsum(torch.sort(x).values, 0)
+            return torch.linalg.inv(x) + torch.fft.rfft(x).abs().sum()
 
     with pytest.raises(UnsupportedOperatorError) as info:
-        frontend.from_pytorch(Odd(), [("x", (4,))])
+        frontend.from_pytorch(Odd(), [("x", (4, 4))])
     assert info.value.frontend == "pytorch"
-    assert "aten.cumsum.default" in info.value.ops
-    assert any(op.startswith("aten.sort") for op in info.value.ops)
+    assert any(op.startswith("aten.linalg_inv") for op in info.value.ops)
+    assert "aten.fft_rfft.default" in info.value.ops
+
+
+def test_unknown_pytree_classes_become_dicts_or_tuples() -> None:
+    import json
+
+    from engine.relay.frontend.pytorch.safety import builtin_treespec
+
+    leaf = {"type": None, "context": None, "children_spec": []}
+    spec = json.dumps([1, {"type": "transformers.modeling_outputs.BaseModelOutput",
+                           "context": json.dumps(["last_hidden_state", "pooler_output"]),
+                           "children_spec": [leaf, {"type": "mylib.Pair",
+                                                    "context": "{\"opaque\": 1}",
+                                                    "children_spec": [leaf, leaf]}]}])
+    _, root = json.loads(builtin_treespec(spec))
+    assert root["type"] == "builtins.dict"
+    assert json.loads(root["context"]) == ["last_hidden_state", "pooler_output"]
+    pair = root["children_spec"][1]
+    assert (pair["type"], pair["context"], len(pair["children_spec"])) == (
+        "builtins.tuple", "null", 2)
+    restored = torch.utils._pytree.treespec_loads(builtin_treespec(spec))
+    assert restored.num_leaves == 3

@@ -144,3 +144,15 @@ def test_full_rejects_non_scalar_fill() -> None:
     call = relay.full(relay.var("v", shape=(2,)), (3,), "float32")
     with pytest.raises(TypeInferenceError, match="full, argument 'fill_value'"):
         infer_type(call)
+
+
+def test_ieee_special_values_are_silent(run_expr) -> None:
+    """log(0), sqrt(-1) and a cast of inf to an integer give IEEE / undefined values, as
+    compiled code does, without a floating-point warning (T5's relative-position buckets
+    take log(0) in a branch a `where` discards)."""
+    x = relay.const(np.array([0.0, -1.0, 1.0], "float32"))
+    logs = run_expr(relay.log(x))
+    assert logs[0] == -np.inf and np.isnan(logs[1]) and logs[2] == 0
+    assert np.isnan(run_expr(relay.sqrt(x))[1])
+    ints = run_expr(relay.cast(relay.log(x), "int64"))
+    assert ints.dtype == np.int64 and ints[2] == 0

@@ -43,7 +43,8 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 def _same_dtype(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
     def apply(x: np.ndarray) -> np.ndarray:
-        out = fn(x)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out = fn(x)  # IEEE results (log(0) = -inf, sqrt(-1) = nan), silently, as compiled
         return out.astype(x.dtype, copy=False) if out.dtype != x.dtype else out
     return apply
 
@@ -140,7 +141,8 @@ def _cast_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 
 
 def _cast_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
-    return xs[0].astype(attrs.dtype)
+    with np.errstate(invalid="ignore"):  # inf/nan to an integer: undefined, as compiled code
+        return xs[0].astype(attrs.dtype)
 
 
 define_op("cast", ("data",), _cast_rel, ELEMWISE, _cast_compute,

@@ -120,14 +120,14 @@ def _vision(factory: str) -> Callable[[int], TorchModel]:
         models = import_torchvision().models
         torch.manual_seed(0)
         module = getattr(models, factory)(weights=None).eval()
-        _randomize_batch_norm_statistics(module)
+        randomize_batch_norm_statistics(module)
         image = torch.randn(batch, *IMAGE[1:])
         return TorchModel(module, {"image": image}, ("logits",))
 
     return build
 
 
-def _randomize_batch_norm_statistics(module: Any) -> None:
+def randomize_batch_norm_statistics(module: Any) -> None:
     """Fresh BatchNorm layers have mean 0, variance 1: an importer that dropped them
     would still match. Seeded running statistics make every normalization count."""
     import torch

@@ -3,7 +3,11 @@
 `from_pytorch(module_or_exported_program, input_infos)` takes an `nn.Module` (exported here
 with `torch.export.export` on zero example inputs built from `input_infos`) or an
 `ExportedProgram`; `import_pt2(data)` reads an uploaded `.pt2` archive without unpickling
-anything (see `safety.py`). Spans are module scope names (`layer1.0.conv1`).
+anything (see `safety.py`). Spans are module paths (`layer1.0.conv1`) with the line of the
+model's code that called the op, where the program kept its stack trace; outputs are the
+program's user outputs flattened by its output spec (tuples, dicts, Hugging Face
+`ModelOutput`s). The converters cover the Core ATen set and the ops torch.export leaves in
+training IR (see `aten_table.py`).
 """
 
 from __future__ import annotations

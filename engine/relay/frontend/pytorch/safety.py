@@ -11,7 +11,10 @@ constants (`pickle.loads`), and the sample inputs (falling back to
    graph JSON must be an ATen op or `_operator.getitem`;
 2. the graph JSON, raw weights and raw constants are handed to torch's
    deserializer directly, *without* the sample inputs (the one pickle a
-   well-formed archive holds, which is never read).
+   well-formed archive holds, which is never read). Input and output pytree
+   specs naming a class torch does not know by itself (a Hugging Face
+   `ModelOutput`, a user dataclass) are rewritten first into the dict (keys
+   kept) or tuple they flatten like, so no class is looked up or imported.
 Archives that fail a check are rejected with UnsafeModelError.
 """
 
@@ -25,6 +28,9 @@ from typing import Any
 from engine.relay.frontend.common import CorruptModelError, UnsafeModelError
 
 _ALLOWED_TARGET_PREFIXES = ("torch.ops.aten.", "_operator.getitem")
+# pytree node types torch's deserializer rebuilds from the spec alone
+_BUILTIN_SPEC_TYPES = frozenset({"builtins.tuple", "builtins.list", "builtins.dict",
+                                 "collections.OrderedDict", "collections.namedtuple"})
 _MAX_MEMBERS = 100_000
 
 
@@ -118,7 +124,46 @@ def _deserialize(data: bytes, prefix: str, model: str) -> Any:
         raise CorruptModelError(f"cannot read the .pt2 archive: {err}") from None
     if isinstance(state_dict, bytes) or isinstance(constants, bytes):
         raise UnsafeModelError("the archive stores weights in the legacy pickled format")
+    for entry in program.graph_module.module_call_graph:
+        if entry.signature is not None:
+            entry.signature.in_spec = builtin_treespec(entry.signature.in_spec)
+            entry.signature.out_spec = builtin_treespec(entry.signature.out_spec)
     try:
         return ExportedProgramDeserializer().deserialize(program, state_dict, constants, None)
-    except (RuntimeError, KeyError, ValueError, AssertionError, TypeError) as err:
+    except (RuntimeError, KeyError, ValueError, AssertionError, TypeError,
+            NotImplementedError) as err:
         raise CorruptModelError(f"cannot rebuild the exported program: {err}") from None
+
+
+def builtin_treespec(serialized: str) -> str:
+    """A serialized pytree spec with every node of a class outside torch's builtins (a
+    `ModelOutput`, a dataclass) replaced by the dict it flattens like when its context is
+    its list of keys, else by a tuple: the leaves and their order stay as they were."""
+    try:
+        protocol, root = json.loads(serialized)
+    except (TypeError, ValueError) as err:
+        raise CorruptModelError(f"a pytree spec in the archive is not JSON: {err}") from None
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            raise CorruptModelError("a pytree spec in the archive is malformed")
+        children = node.get("children_spec") or []
+        stack.extend(children)
+        if node.get("type") is None or node["type"] in _BUILTIN_SPEC_TYPES:
+            continue
+        keys = _context_keys(node.get("context"))
+        dict_like = keys is not None and len(keys) == len(children)
+        node["type"] = "builtins.dict" if dict_like else "builtins.tuple"
+        node["context"] = json.dumps(keys) if dict_like else "null"
+    return json.dumps([protocol, root])
+
+
+def _context_keys(context: Any) -> list[Any] | None:
+    try:
+        keys = json.loads(context) if isinstance(context, str) else None
+    except ValueError:
+        return None
+    if isinstance(keys, list) and all(isinstance(k, (str, int)) for k in keys):
+        return keys
+    return None
