@@ -88,11 +88,17 @@ export class LayersPane extends Pane {
 
   row(layer) {
     const li = h("li", {},
-      h("button.layer-row", { type: "button", title: `${layer.name} (${layer.op_type ?? "?"})`,
+      h("button.layer-row", { type: "button", title: layerTitle(layer),
         on: { click: () => this.hub.emit(TOPIC.LAYER_SELECTED, { name: layer.name }) } },
       h("span.layer-name", {}, layer.name), h("span.layer-op", {}, layer.op_type ?? "")));
     this.styleRow(li, layer.name);
     this.rowsByName.set(layer.name, li);
     return li;
   }
+}
+
+/** The full name, op and, where the frontend knows it, the source line (PyTorch's stack trace). */
+function layerTitle(layer) {
+  const source = layer.attrs?.source ? `\n${layer.attrs.source}` : "";
+  return `${layer.name} (${layer.op_type ?? "?"})${source}`;
 }

@@ -70,8 +70,9 @@ def source_line(node: Any) -> tuple[str, int] | None:
 
 
 def node_span(node: Any) -> Span:
-    where = source_line(node)
-    return Span(SourceName(scope_name(node)), where[1] if where else 0)
+    """The node's layer: its module path. A frontend span has no line (a `line N` span is a
+    position in a Relay text file); the stack trace's file:line is the layer's `source`."""
+    return Span(SourceName(scope_name(node)))
 
 
 def _tensor_meta(val: Any) -> TensorMeta | None:
