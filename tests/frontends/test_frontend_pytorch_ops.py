@@ -35,17 +35,26 @@ NOT_CONVERTED = {
     "aten._fft_c2r.default", "aten._fft_r2c.default", "aten._cdist_forward.default",
     "aten._pdist_forward.default", "aten._embedding_bag.default",
     "aten.masked_scatter.default", "aten.atan2.out",
+    # in-place storage resize and a symbolic-shape query: not tensor computations
+    "aten.resize_.default", "aten.sym_is_contiguous.default",
 }
 
 
 def core_aten_ops() -> list[str]:
-    found = []
-    for name in torch.ops.aten:
-        packet = getattr(torch.ops.aten, name)
-        for overload in packet.overloads():
-            op = getattr(packet, overload)
-            if torch.Tag.core in op.tags:
-                found.append(str(op))
+    """Every registered aten overload tagged core (from the dispatcher's list of all op
+    names: iterating `torch.ops.aten` sees only the packets loaded so far, which depends on
+    what ran before)."""
+    found = set()
+    for full in torch._C._dispatch_get_all_op_names():
+        if not full.startswith("aten::"):
+            continue
+        base, _, overload = full.removeprefix("aten::").partition(".")
+        try:
+            op = getattr(getattr(torch.ops.aten, base), overload or "default")
+        except (AttributeError, RuntimeError):
+            continue
+        if torch.Tag.core in op.tags:
+            found.add(str(op))
     return sorted(found)
 
 
