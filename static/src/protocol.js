@@ -31,6 +31,8 @@ export const ROUTES = Object.freeze({
   snapshotPart: (id, part) => `/api/snapshots/${enc(id)}?part=${enc(part)}`,
   /** Diff */
   diff: (a, b) => `/api/diff?a=${enc(a)}&b=${enc(b)}`,
+  /** Diff without the text hunks: the node-level diff and its summary */
+  diffNodes: (a, b) => `/api/diff?a=${enc(a)}&b=${enc(b)}&part=nodes`,
   /** Backtrace */
   backtrace: (rid, nodeId) => `/api/runs/${enc(rid)}/backtrace/${enc(nodeId)}`,
   /** LayerLookup */

@@ -68,9 +68,13 @@ export class SessionPage {
     this.schedules = new SchedulesPane(this.hub, this.ctx);
     this.provenance = new ProvenancePane(this.hub, this.ctx);
     this.layers = new LayersPane(this.hub, this.ctx);
-    this.tabBar = h("div.tabs", { role: "tablist" }, TABS.map(([key, label]) =>
-      h("button.tab", { type: "button", role: "tab", dataset: { tab: key }, "data-testid": `tab-${key}`,
-        on: { click: () => this.showTab(key) } }, label)));
+    this.tabBar = h("div.tabs", { role: "tablist" },
+      this.columnToggle("left", "◧", "Show or hide the passes column"),
+      TABS.map(([key, label]) =>
+        h("button.tab", { type: "button", role: "tab", dataset: { tab: key }, "data-testid": `tab-${key}`,
+          on: { click: () => this.showTab(key) } }, label)),
+      h("span.spacer"),
+      this.columnToggle("right", "◨", "Show or hide the provenance and layers column"));
     this.tabBodies = Object.fromEntries(TABS.map(([key]) => [key, h("div.tab-body", { dataset: { tab: key } })]));
     const left = h("aside.col.col-left");
     const center = h("section.col.col-center", {}, this.tabBar, Object.values(this.tabBodies));
@@ -78,6 +82,7 @@ export class SessionPage {
     this.workspace = h("main.workspace");
     this.workspace.append(left, splitter(this.workspace, "--left", { storageKey: "irx.left" }), center,
       splitter(this.workspace, "--right", { sign: -1, storageKey: "irx.right" }), right);
+    for (const side of ["left", "right"]) this.collapseColumn(side, localStorage.getItem(`irx.${side}.collapsed`) === "1");
     const remove = h("button.btn.small", { type: "button", title: "Delete this session and its runs",
       "data-testid": "delete-session", on: { click: () => this.deleteSession() } }, "Delete");
     const bar = h("div.session-bar", {}, h("div.session-id", {}, this.title, this.meta), h("span.spacer"),
@@ -112,10 +117,26 @@ export class SessionPage {
     document.addEventListener("keydown", (e) => this.globalKey(e));
   }
 
+  /** A tab-bar button that collapses (and restores) one side column. */
+  columnToggle(side, glyph, title) {
+    return h("button.btn.small.ghost.col-toggle", { type: "button", title, "aria-label": title,
+      "aria-pressed": "false", "data-testid": `toggle-${side}`,
+      on: { click: () => this.collapseColumn(side, !this.workspace.classList.contains(`${side}-collapsed`)) } },
+    glyph);
+  }
+
+  /** Collapse or restore the left / right column (remembered in localStorage). */
+  collapseColumn(side, collapsed) {
+    this.workspace.classList.toggle(`${side}-collapsed`, collapsed);
+    this.tabBar.querySelector(`[data-testid=toggle-${side}]`)?.setAttribute("aria-pressed", String(collapsed));
+    localStorage.setItem(`irx.${side}.collapsed`, collapsed ? "1" : "0");
+  }
+
   showSession() {
     const { session, graph } = this.data;
     document.title = `${session.name} · IR Explorer`;
     this.title.textContent = session.name;
+    this.title.title = session.name;
     this.meta.textContent = `${session.format} · ${session.num_layers ?? graph?.layers?.length ?? 0} layers`;
     this.summary.update(this.data);
     this.layers.update(graph);

@@ -49,7 +49,7 @@ export class ProvenancePane extends Pane {
   }
 
   layerButton(name) {
-    return h("button.chip.layer-link", { type: "button", title: "Highlight every expression of this layer",
+    return h("button.chip.layer-link", { type: "button", title: `${name}: highlight every expression of this layer`,
       on: { click: () => this.hub.emit(TOPIC.LAYER_SELECTED, { name }) } }, name);
   }
 
