@@ -151,7 +151,8 @@ def _first_page(app: Any, args: argparse.Namespace) -> str:
             session = sessions.create(args.model.name, args.model.read_bytes())
         else:
             session = demo_session(sessions, data_dir)
-        return f"/s/{session['id']}"
+        # a session with no run starts one on first open (the page's autorun)
+        return f"/s/{session['id']}" + ("" if store.runs_of(session["id"]) else "?autorun=1")
     finally:
         store.close()
 

@@ -94,3 +94,8 @@ const TEDD_LABELS = {
 
 /** The TEDD views of a schedule step, in display order: [key, label]. */
 export const TEDD_VIEWS = Object.freeze(TEDD_VIEW_KEYS.map((key) => [key, TEDD_LABELS[key] ?? key]));
+
+/** Distinct labels: a pass by its index (#12), a snapshot by its id (@34), a node by its id (%56). */
+export const passLabel = (index) => `#${index}`;
+export const snapshotLabel = (id) => `@${id}`;
+export const nodeLabel = (id) => `%${id}`;

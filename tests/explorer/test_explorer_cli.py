@@ -103,6 +103,8 @@ def _check_serving(proc: subprocess.Popen, port: int, tmp_path: Path) -> None:
 
     line = proc.stdout.readline() if proc.stdout else ""
     assert f"http://127.0.0.1:{port}/s/" in line
+    # the demo has no run yet: its page starts one on first open
+    assert line.split()[3].endswith("?autorun=1"), line
     deadline = time.monotonic() + 30
     while True:
         try:

@@ -7,6 +7,7 @@ import { errorBox, h, replace } from "../dom.js";
 import { foldLines, foldable, hiddenText, openFold, paintHighlights, relayEditorExtensions,
   softWrap } from "../editor.js";
 import { TOPIC } from "../hub.js";
+import { snapshotLabel } from "../protocol.js";
 import { Pane } from "../pane.js";
 import { highlightsFor, sourceIndexOf } from "../sourcemap.js";
 
@@ -109,9 +110,11 @@ export class DiffPane extends Pane {
   /** The initial module against the run's last snapshot. */
   compareWhole() {
     const choices = this.model?.snapshotChoices() ?? [];
-    if (choices.length < 2) return;
-    this.hub.emit(TOPIC.COMPARE, { left: choices[0].id, right: choices.at(-1).id, passIndex: null,
-      title: "whole pipeline", captions: [choices[0].label, choices.at(-1).label] });
+    const final = this.model?.finalSnapshot();
+    if (choices.length < 2 || final === null || final === undefined) return;
+    const label = choices.find((c) => c.id === final)?.label ?? snapshotLabel(final);
+    this.hub.emit(TOPIC.COMPARE, { left: choices[0].id, right: final, passIndex: null,
+      title: "whole pipeline", captions: [choices[0].label, `${label} (final module)`] });
   }
 
   selectFirstChange() {
@@ -163,7 +166,7 @@ export class DiffPane extends Pane {
     this.syncSelects();
     this.title.textContent = title ?? "";
     this.title.title = title ?? "";
-    this.setCaptions(captions ?? [`#${left}`, right === null ? "(pending)" : `#${right}`]);
+    this.setCaptions(captions ?? [snapshotLabel(left), right === null ? "(pending)" : snapshotLabel(right)]);
     this.stats.textContent = "loading…";
     this.root.dataset.loading = "true";
     try {
