@@ -107,7 +107,9 @@ def run_on_page(page: Any, server: str, quick: bool = False) -> tuple[str, list[
     if quick:
         page.get_by_test_id("build").uncheck()
         page.get_by_test_id("check-numerics").uncheck()
+    shown = page.evaluate("new URLSearchParams(location.search).get('run')")
     page.get_by_test_id("run-button").click()
+    page.wait_for_function("(shown) => new URLSearchParams(location.search).get('run') !== shown", arg=shown)
     run_id = run_id_of(page)
     events = wait_run_done(server, run_id)
     page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")

@@ -80,3 +80,19 @@ def test_unticked_passes_stay_listed_and_reversible(page: Any, server: str,
     assert api_get(server, f"/api/runs/{run_id}")["run"]["options"]["disabled_pass"] == []
     assert "SimplifyExpr" in {e["data"]["name"] for e in events if e["type"] == "pass_finished"}
     assert not page.watch.errors
+
+
+def test_an_upload_error_is_a_sentence_with_a_caret_block(page: Any, tmp_path: Any) -> None:
+    bad = tmp_path / "broken.relay"
+    bad.write_text('def @main(%x: Tensor[(1, 4), float32]) {\n  %0 = add(%x, 1f;\n  %0\n}\n')
+    page.goto("/")
+    page.get_by_test_id("file-input").set_input_files(str(bad))
+    detail = page.get_by_test_id("error-detail")
+    detail.wait_for()
+    status = page.get_by_test_id("upload-status").inner_text()
+    assert "broken.relay:2:" in status and "{" not in status  # no raw JSON
+    lines = detail.inner_text().split("\n")
+    assert "%0 = add(%x, 1f;" in lines[0] and lines[1].strip() == "^"
+    # the caret stands under the column the message names
+    column = int(status.split("broken.relay:2:")[1].split(":")[0])
+    assert lines[1].index("^") >= column - 1
