@@ -151,7 +151,8 @@ def _first_page(app: Any, args: argparse.Namespace) -> str:
             session = sessions.create(args.model.name, args.model.read_bytes())
         else:
             session = demo_session(sessions, data_dir)
-        return f"/s/{session['id']}"
+        # a session with no run starts one on first open (the page's autorun)
+        return f"/s/{session['id']}" + ("" if store.runs_of(session["id"]) else "?autorun=1")
     finally:
         store.close()
 
@@ -230,19 +231,27 @@ class TerminalSink:
         if event["type"] == RUN_STARTED:
             self.planned = data.get("num_passes_planned")
         elif event["type"] == PASS_FINISHED:
-            self.done += 1
-            self._bar(data["name"])
+            if data["leaf"]:
+                self._bar(data["name"])
             if self.after_all or (self.after_change and data["changed"]):
                 text = self.store.snapshot(data["after"])["text"]
                 mark = "changed" if data["changed"] else "unchanged"
                 print(f";; IR after {data['name']} ({mark})\n{text}", file=self.out)
 
     def _bar(self, name: str) -> None:
+        """Leaf passes against the plan (what run_started's num_passes_planned counts); the
+        build's own stages after the plan show as `build` with the bar full."""
+        planned = self.planned
+        if planned is None or self.done < planned:
+            self.done += 1
+        elif name:
+            name = f"build: {name}"
         if not self.progress:
             return
-        total = max(self.planned or self.done, self.done)
-        filled = int(30 * self.done / total) if total else 30
-        print(f"\r[{'#' * filled}{' ' * (30 - filled)}] {self.done}/{total} {name[:30]:<30}",
+        total = planned or self.done
+        filled = min(30, int(30 * self.done / total)) if total else 30
+        count = f"{self.done}/{planned}" if planned else f"{self.done}"
+        print(f"\r[{'#' * filled}{' ' * (30 - filled)}] {count} {name[:36]:<36}",
               end="", file=self.err, flush=True)
 
 
@@ -294,12 +303,31 @@ def _report(store: Store, run_id: str, summary: Mapping[str, Any], out: TextIO,
             timing: bool) -> None:
     print(f"{summary['status']}: {summary['num_passes']} passes, {summary['num_changed']} "
           f"changed the IR, {summary['total_ms']:.1f} ms", file=out)
-    if summary.get("first_numerics_break"):
-        layers = ", ".join(summary["drifted_layers"][:10]) or "none found"
-        print(f"numerics first broken by {summary['first_numerics_break']}; "
-              f"drifted layers: {layers}", file=out)
+    if summary["options"].get("check_numerics"):
+        print(numerics_report(store, run_id, summary), file=out)
     if timing:
         print(queries.render_timing(queries.timing_tree(store, run_id)), file=out)
+
+
+def numerics_report(store: Store, run_id: str, summary: Mapping[str, Any]) -> str:
+    """The --check-numerics result in one line: how many snapshots were compared with the
+    imported module's outputs, the largest error, and the first pass that broke them."""
+    checked: list[tuple[str, Any]] = []
+    for event in store.events(run_id):
+        if event["type"] == RUN_STARTED and event["data"].get("numerics_error"):
+            return f"numerics not checked: {event['data']['numerics_error']}"
+        if event["type"] == PASS_FINISHED and event["data"]["leaf"] and event["data"]["numerics"]:
+            checked.append((event["data"]["name"], event["data"]["numerics"]))
+    if not checked:
+        return "numerics not checked: no pass reported a result"
+    errors = [n["max_abs_err"] for _, n in checked if n.get("max_abs_err") is not None]
+    worst = f", max |err| {max(errors):.3g}" if errors else ""
+    head = f"numerics: {len(checked)} passes checked against the imported model{worst}"
+    if not summary.get("first_numerics_break"):
+        return f"{head}: ok"
+    layers = ", ".join(summary["drifted_layers"][:10]) or "none found"
+    return (f"{head}: first broken by {summary['first_numerics_break']}; "
+            f"drifted layers: {layers}")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from engine import relay, transform
 from engine.instrument import PassInstrument
 from engine.ir import IRModule
 from engine.ir.errors import PassError
-from engine.ir.expr import numbered_from
+from engine.ir.expr import COMPUTING_KINDS, numbered_from
 from engine.ir.type import TensorType
 from engine.relay.backend.build_module import (
     GraphExecutorFactoryModule,
@@ -40,7 +40,7 @@ ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.rel
 """What the probe and run processes import up front (their fork server preloads these
 once; one that cannot be imported is skipped there)."""
 
-__all__ = ["ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext", "check_types",
+__all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext", "check_types",
            "PassInstrument", "SourceMapTable", "compile_module", "load_model", "model_inputs",
            "kernels", "pass_context", "plan", "print_snapshot", "registered_passes", "run_passes", "transform"]
 
@@ -153,6 +153,10 @@ def print_snapshot(mod: IRModule) -> tuple[str, SourceMapTable]:
 
 
 # --- passes ----------------------------------------------------------------------------------
+COUNTED_KINDS = frozenset(cls.kind for cls in COMPUTING_KINDS) | {"function"}
+"""Source-map kinds a node-level diff counts: expressions that compute a value, and functions."""
+
+
 def registered_passes() -> list[str]:
     return sorted(transform.list_passes())
 

@@ -12,6 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from explorer.nodediff import node_diff
 from explorer.protocol import PASS_FINISHED, RUN_STARTED, ApiError, not_found
 from explorer.store import Store
 
@@ -59,19 +60,28 @@ class SnapshotIndexCache:
 
 
 # --- diff -------------------------------------------------------------------------------
-def diff(store: Store, a: int, b: int) -> dict[str, Any]:
+def diff(store: Store, a: int, b: int, text: bool = True) -> dict[str, Any]:
+    """The text diff (unless `text` is false: `unified` and `hunks` stay empty) and the
+    node-level diff with its one-line summary (explorer.nodediff)."""
     left, right = store.snapshot(a), store.snapshot(b)
-    a_lines, b_lines = left["text"].splitlines(), right["text"].splitlines()
+    unified, hunks = _text_diff(left["text"], right["text"], a, b) if text else ("", [])
+    a_ids = {int(e["node_id"]) for e in left["source_map"]}
+    b_ids = {int(e["node_id"]) for e in right["source_map"]}
+    nodes = node_diff(left, right)
+    return {"a": a, "b": b, "unified": unified, "hunks": hunks,
+            "nodes": {"added": sorted(b_ids - a_ids), "removed": sorted(a_ids - b_ids),
+                      "kept": sorted(a_ids & b_ids), "rewritten": nodes["rewritten"]},
+            "summary": nodes["summary"]}
+
+
+def _text_diff(a_text: str, b_text: str, a: int, b: int) -> tuple[str, list[dict[str, Any]]]:
+    a_lines, b_lines = a_text.splitlines(), b_text.splitlines()
     unified = "\n".join(difflib.unified_diff(a_lines, b_lines, f"snapshot {a}", f"snapshot {b}",
                                              lineterm=""))
     matcher = difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False)
     hunks = [{"tag": tag, "a_start": i1 + 1, "a_end": i2, "b_start": j1 + 1, "b_end": j2}
              for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
-    a_ids = {int(e["node_id"]) for e in left["source_map"]}
-    b_ids = {int(e["node_id"]) for e in right["source_map"]}
-    return {"a": a, "b": b, "unified": unified, "hunks": hunks,
-            "nodes": {"added": sorted(b_ids - a_ids), "removed": sorted(a_ids - b_ids),
-                      "kept": sorted(a_ids & b_ids)}}
+    return unified, hunks
 
 
 # --- backtrace -------------------------------------------------------------------------

@@ -123,7 +123,11 @@ def _snapshot_part(snapshot_id: int, part: str) -> Response:
 
 @bp.get("/api/diff")
 def get_diff() -> Response:
-    return jsonify(queries.diff(services().store, _int_arg("a"), _int_arg("b")))
+    part = request.args.get("part")
+    if part not in (None, "nodes"):
+        raise bad_request("bad_part", f"part must be 'nodes' or absent, not {part!r}")
+    return jsonify(queries.diff(services().store, _int_arg("a"), _int_arg("b"),
+                                text=part is None))
 
 
 @bp.get("/api/runs/<rid>/backtrace/<int:node_id>")

@@ -165,7 +165,9 @@ def import_error(exc: Exception, filename: str, server_path: Path | None = None)
             if hasattr(exc, "ops"):
                 detail["operators"] = {_text(k): int(v) for k, v in dict(exc.ops).items()}
             message = _scrub(str(exc), server_path, filename)
-            return ApiError(status, code, f"{filename}: {message}", detail)
+            located = message.startswith(f"{filename}:")  # a parse error's file:line:col
+            return ApiError(status, code, message if located else f"{filename}: {message}",
+                            detail)
     return ApiError(422, "import_failed",
                     f"{filename}: the model could not be imported ({type(exc).__name__})",
                     {"exception": type(exc).__name__})
@@ -183,6 +185,7 @@ def _scrub(message: str, server_path: Path | None, filename: str) -> str:
     if server_path is not None:
         message = message.replace(str(server_path), filename)
         message = message.replace(str(server_path.parent), "<data>")
+        message = message.replace(server_path.name, filename)  # the stored name (its hash)
     return message[:4000]
 
 

@@ -64,6 +64,7 @@ from explorer.protocol.http import (
     Diff,
     DiffHunk,
     DiffNodes,
+    DiffSummary,
     EventsPage,
     ExportedEvent,
     ExportedGraph,
@@ -166,7 +167,7 @@ __all__ = [
     "planned_pass", "run_cancelled", "run_failed", "run_finished", "run_queued",
     "run_started",
     # http and socket acks
-    "Ack", "Backtrace", "BacktraceStep", "Diff", "DiffHunk", "DiffNodes", "EventsPage",
+    "Ack", "Backtrace", "BacktraceStep", "Diff", "DiffHunk", "DiffNodes", "DiffSummary", "EventsPage",
     "ExportedEvent", "ExportedGraph", "ExportedSnapshot", "LayerLookup", "LayerNode", "OkAck", "PassList",
     "RunArtifacts", "RunDetail", "RunExport", "RunImported", "RunRequest", "ScheduleDetail", "ScheduleList",
     "ScheduleNode", "ScheduleRecord", "ScheduleStep", "SessionCreated", "SessionDetail", "SessionList",

@@ -104,19 +104,36 @@ class DiffHunk(TypedDict):
 
 
 class DiffNodes(TypedDict):
+    """Node ids: `added` / `removed` / `kept` by id alone; `rewritten`, after-side ids of the
+    expressions whose own operator or attributes a pass changed (explorer.nodediff)."""
+
     added: list[int]
     removed: list[int]
     kept: list[int]
+    rewritten: list[int]
+
+
+class DiffSummary(TypedDict):
+    """The node-level diff by operator: `rewritten` keys read "before → after"."""
+
+    created: dict[str, int]
+    removed: dict[str, int]
+    rewritten: dict[str, int]
+    functions: int  # functions created
+    grouped_calls: int  # calls created inside them
+    text: str  # one line of words
 
 
 class Diff(TypedDict):
-    """GET /api/diff?a=<snapshot>&b=<snapshot>."""
+    """GET /api/diff?a=<snapshot>&b=<snapshot>[&part=nodes]; with part=nodes, `unified` is
+    empty and `hunks` too."""
 
     a: int
     b: int
     unified: str
     hunks: list[DiffHunk]
     nodes: DiffNodes
+    summary: DiffSummary
 
 
 # --- provenance -------------------------------------------------------------------------------

@@ -91,6 +91,8 @@ export const api = {
     const [{ text }, sourceMap] = await Promise.all([api.snapshotText(id), api.snapshotMap(id)]);
     return { id, text, source_map: sourceMap };
   },
+  /** The node-level Diff of two snapshots (nodes created, removed, rewritten and its summary). */
+  diffNodes: (a, b) => getJSON(ROUTES.diffNodes(a, b)),
   backtrace: (rid, nodeId) => getJSON(ROUTES.backtrace(rid, nodeId)),
   layer: (rid, name) => getJSON(ROUTES.layer(rid, name)),
   schedules: (rid) => getJSON(ROUTES.schedules(rid)),

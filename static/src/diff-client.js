@@ -1,8 +1,9 @@
 // Promise-based client of the diff Web Worker, with an in-thread fallback.
-import { textChanges, unifiedLines } from "./linediff.js";
+import { unifiedLines } from "./linediff.js";
 import { LruCache } from "./lru.js";
+import { relayChanges } from "./relaydiff.js";
 
-const FALLBACK = { changes: ({ a, b }) => textChanges(a, b), unified: ({ a, b }) => unifiedLines(a, b) };
+const FALLBACK = { relay: ({ a, b, options }) => relayChanges(a, b, options), unified: ({ a, b }) => unifiedLines(a, b) };
 
 let worker = null;
 let workerFailed = false;
@@ -49,17 +50,21 @@ function call(kind, payload) {
   });
 }
 
-/** {changes: [{fromA,toA,fromB,toB}], added, removed} */
-export const diffTexts = (a, b) => call("changes", { a, b });
-
-const IDENTICAL = Object.freeze({ changes: [], added: 0, removed: 0 });
+const IDENTICAL = Object.freeze({ changes: [], added: 0, removed: 0, changed: 0, changedLinesB: [], unchanged: [] });
 /** Diffs of snapshot pairs: immutable, so each pair is diffed once (weighed by its changes). */
 const pairs = new LruCache(400_000, (d) => 1 + d.changes.length);
 
-/** The diff of two snapshots {id, text}, cached by their ids. */
-export function diffSnapshots(a, b) {
+/**
+ * The Relay-aware diff of two snapshots {id, text} (see relaydiff.js), cached by their ids
+ * and the options.
+ * @param {{id: number, text: string}} a
+ * @param {{id: number, text: string}} b
+ * @param {import("./relaydiff.js").RelayDiffOptions} [options]
+ */
+export function diffSnapshots(a, b, options = {}) {
   if (a.id === b.id || a.text === b.text) return Promise.resolve(IDENTICAL);
-  return pairs.get(`${a.id}:${b.id}`, () => diffTexts(a.text, b.text));
+  const key = `${a.id}:${b.id}:${options.ignoreSpans ? "s" : ""}`;
+  return pairs.get(key, () => call("relay", { a: a.text, b: b.text, options }));
 }
 /** [{op, text}] */
 export const diffLines = (a, b) => call("unified", { a, b });

@@ -1,9 +1,10 @@
 // Web Worker: diffs texts off the main thread (big modules, loop nests).
-// Request {id, kind: "changes" | "unified", a, b}; reply {id, result} or {id, error}.
-import { textChanges, unifiedLines } from "./linediff.js";
+// Request {id, kind: "relay" | "unified", a, b, options}; reply {id, result} or {id, error}.
+import { unifiedLines } from "./linediff.js";
+import { relayChanges } from "./relaydiff.js";
 
 const KINDS = {
-  changes: ({ a, b }) => textChanges(a, b),
+  relay: ({ a, b, options }) => relayChanges(a, b, options),
   unified: ({ a, b }) => unifiedLines(a, b),
 };
 

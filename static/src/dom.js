@@ -87,9 +87,21 @@ export function debounce(fn, ms) {
   };
 }
 
-/** An error banner shown in place. */
+/**
+ * An error banner shown in place: the title, the message's first line as a sentence, and
+ * the rest of it (a parse error's source line and caret) kept as a block with its line breaks.
+ */
 export function errorBox(title, message, detail) {
+  const [sentence, ...context] = String(message ?? "").split("\n");
+  const block = [context.join("\n").replace(/\s+$/, ""), detail].filter(Boolean).join("\n");
   return h("div.error-box", { role: "alert" },
-    h("strong", {}, title), message ? h("span", {}, ` ${message}`) : null,
-    detail ? h("pre.error-detail", {}, detail) : null);
+    h("strong", {}, title), sentence ? h("span", {}, ` ${sentence}`) : null,
+    block ? h("pre.error-detail", { "data-testid": "error-detail" }, block) : null);
+}
+
+/** What an API error's detail adds for a reader (the operators a model needs), else null. */
+export function errorDetail(err) {
+  const ops = err?.detail?.operators;
+  if (!ops) return null;
+  return `unsupported operators: ${Object.entries(ops).map(([op, n]) => `${op} ×${n}`).join(", ")}`;
 }

@@ -1,8 +1,8 @@
 // CodeMirror plumbing shared by the panes: read-only Relay editors with highlight layers
 // (expressions selected through the source map) and an "expression at" click/Enter hook.
 import { StateEffect, StateField, EditorState } from "@codemirror/state";
-import { Decoration, EditorView, keymap, lineNumbers, highlightActiveLine,
-  highlightActiveLineGutter, drawSelection } from "@codemirror/view";
+import { Decoration, EditorView, MatchDecorator, ViewPlugin, WidgetType, keymap, lineNumbers,
+  highlightActiveLine, highlightActiveLineGutter, drawSelection } from "@codemirror/view";
 import { highlightSelectionMatches, search, searchKeymap } from "@codemirror/search";
 import { relay } from "./relay-lang.js";
 
@@ -77,4 +77,104 @@ export function readOnlyEditor(parent, doc, extraExtensions = []) {
     parent,
     state: EditorState.create({ doc, extensions: [...relayEditorExtensions({}), ...extraExtensions] }),
   });
+}
+
+/** What the diff view can hide: the text stays (offsets, source maps), only its display goes. */
+const HIDDEN = {
+  types: / ?\/\* ty=[^*]*\*\//g,
+  spans: / ?\/\* (?!ty=)[^*]*\*\//g,
+  meta: /meta\[relay\.Constant\]\[\d+\]/g,
+};
+
+class ConstantWidget extends WidgetType {
+  eq() { return true; }
+
+  toDOM() {
+    const el = document.createElement("span");
+    el.className = "cm-const";
+    el.textContent = "const";
+    return el;
+  }
+}
+
+const FOLDED = { types: Decoration.replace({}), spans: Decoration.replace({}),
+  meta: Decoration.replace({ widget: new ConstantWidget() }) };
+
+/**
+ * Hide type comments, span comments and/or shorten `meta[relay.Constant][N]` to `const`
+ * (computed over the visible lines only).
+ * @param {{types?: boolean, spans?: boolean, meta?: boolean}} hide
+ */
+export function hiddenText(hide) {
+  const kinds = Object.keys(HIDDEN).filter((k) => hide[k]);
+  if (!kinds.length) return [];
+  const regexp = new RegExp(kinds.map((k) => HIDDEN[k].source).join("|"), "g");
+  const decorator = new MatchDecorator({ regexp,
+    decoration: (m) => FOLDED[m[0].includes("ty=") ? "types" : m[0].startsWith("meta") ? "meta" : "spans"] });
+  return ViewPlugin.define((view) => ({
+    decorations: decorator.createDeco(view),
+    update(u) { this.decorations = decorator.updateDeco(u, this.decorations); },
+  }), { decorations: (v) => v.decorations });
+}
+
+/** Soft wrap of long lines. */
+export const softWrap = EditorView.lineWrapping;
+
+const setFolds = StateEffect.define();
+const unfold = StateEffect.define();
+
+class FoldWidget extends WidgetType {
+  constructor(lines, index, onOpen) {
+    super();
+    this.lines = lines;
+    this.index = index;
+    this.onOpen = onOpen;
+  }
+
+  eq(other) { return other.lines === this.lines && other.index === this.index; }
+
+  toDOM() {
+    const el = document.createElement("div");
+    el.className = "cm-collapsedLines";
+    el.textContent = `··· ${this.lines} unchanged lines ···`;
+    el.title = "Show these lines";
+    el.addEventListener("click", () => this.onOpen(this.index));
+    return el;
+  }
+
+  get estimatedHeight() { return 22; }
+
+  ignoreEvent(e) { return e instanceof MouseEvent; }
+}
+
+const foldField = StateField.define({
+  create: () => Decoration.none,
+  update(deco, tr) {
+    let next = deco.map(tr.changes);
+    for (const e of tr.effects) {
+      if (e.is(setFolds)) next = e.value;
+      if (e.is(unfold)) next = next.update({ filter: (_f, _t, d) => d.spec.index !== e.value });
+    }
+    return next;
+  },
+  provide: (field) => EditorView.decorations.from(field),
+});
+
+/** The fold field, to add to an editor that `foldLines` folds. */
+export const foldable = foldField;
+
+/**
+ * Fold line stretches of a read-only editor: [{line (0-based), n}], each replaced by a
+ * "⦚ n unchanged lines ⦚" bar (click: `onOpen(index)`, then `openFold(view, index)`).
+ */
+export function foldLines(view, stretches, onOpen) {
+  const doc = view.state.doc;
+  const ranges = stretches.map(({ line, n }, index) => Decoration.replace({
+    widget: new FoldWidget(n, index, onOpen), block: true, index,
+  }).range(doc.line(line + 1).from, doc.line(line + n).to));
+  view.dispatch({ effects: setFolds.of(Decoration.set(ranges, true)) });
+}
+
+export function openFold(view, index) {
+  view.dispatch({ effects: unfold.of(index) });
 }

@@ -1,16 +1,9 @@
-// Line diff (Myers O(ND) over interned lines, common prefix/suffix trimmed first).
+// Line diff (Myers O(ND) over interned lines, common prefix/suffix trimmed first); the
+// snapshots' diff (relaydiff.js) runs it over line shapes.
 // Pure functions: used inside the diff Web Worker, importable by tests and the main thread.
 
 /** Beyond this edit distance Myers gives up and the middle is anchored on unique lines. */
 const MAX_EDIT_DISTANCE = 400;
-/**
- * Equal-sized replaced blocks are refined line by line into character changes (an InferType
- * pass shows as the inserted type comments), all of them when they add up to at most
- * REFINE_BUDGET lines; past that (a whole 50,000-line module rewritten) only blocks of up to
- * MAX_REFINE_LINES lines are, and the rest are shown as whole-line replacements.
- */
-const REFINE_BUDGET = 20_000;
-const MAX_REFINE_LINES = 64;
 
 /** Split into lines that keep their "\n", plus each line's start offset. */
 export function splitLines(text) {
@@ -217,66 +210,4 @@ export function unifiedLines(a, b) {
     }
   }
   return out;
-}
-
-/**
- * Changes for CodeMirror's merge view ({fromA, toA, fromB, toB} character offsets), line based,
- * refined to characters inside small one-to-one line replacements. Also returns line counts.
- */
-export function textChanges(a, b) {
-  const sa = splitLines(a);
-  const sb = splitLines(b);
-  const [A, B] = intern(sa.lines, sb.lines);
-  const blocks = replacedBlocks(diffSequences(A, B));
-  const refinable = blocks.reduce((n, k) => n + (k.nA === k.nB ? k.nA : 0), 0);
-  const refineUpTo = refinable <= REFINE_BUDGET ? Infinity : MAX_REFINE_LINES;
-  const changes = [];
-  let added = 0;
-  let removed = 0;
-  for (const k of blocks) {
-    removed += k.nA;
-    added += k.nB;
-    changes.push(...blockChanges(sa, sb, k, refineUpTo));
-  }
-  return { changes, added, removed };
-}
-
-/** Runs paired into blocks {aLine, nA, bLine, nB}: a deletion followed by an insertion is one. */
-function replacedBlocks(runs) {
-  const blocks = [];
-  for (let i = 0; i < runs.length; i++) {
-    const r = runs[i];
-    if (r.op === "=") continue;
-    const next = runs[i + 1];
-    const del = r.op === "-" ? r : null;
-    const ins = r.op === "+" ? r : (next && next.op === "+" ? next : null);
-    if (del && ins) i++;
-    blocks.push({ aLine: del ? del.a : ins.a, nA: del ? del.n : 0,
-      bLine: ins ? ins.b : del.b, nB: ins ? ins.n : 0 });
-  }
-  return blocks;
-}
-
-function blockChanges(sa, sb, { aLine, nA, bLine, nB }, refineUpTo) {
-  if (nA === nB && nA <= refineUpTo) {
-    const out = [];
-    for (let i = 0; i < nA; i++) {
-      const c = refineLine(sa.lines[aLine + i], sb.lines[bLine + i],
-        sa.starts[aLine + i], sb.starts[bLine + i]);
-      if (c) out.push(c);
-    }
-    return out;
-  }
-  return [{ fromA: sa.starts[aLine], toA: sa.starts[aLine + nA],
-    fromB: sb.starts[bLine], toB: sb.starts[bLine + nB] }];
-}
-
-function refineLine(la, lb, startA, startB) {
-  const limit = Math.min(la.length, lb.length);
-  let p = 0;
-  while (p < limit && la[p] === lb[p]) p++;
-  let s = 0;
-  while (s < limit - p && la[la.length - 1 - s] === lb[lb.length - 1 - s]) s++;
-  if (p === la.length && p === lb.length) return null;
-  return { fromA: startA + p, toA: startA + la.length - s, fromB: startB + p, toB: startB + lb.length - s };
 }

@@ -98,20 +98,36 @@ export {};
  */
 
 /**
+ * Node ids: `added` / `removed` / `kept` by id alone; `rewritten`, after-side ids of the
+ * expressions whose own operator or attributes a pass changed (explorer.nodediff).
  * @typedef {Object} DiffNodes
  * @property {Array<number>} added
  * @property {Array<number>} removed
  * @property {Array<number>} kept
+ * @property {Array<number>} rewritten
  */
 
 /**
- * GET /api/diff?a=<snapshot>&b=<snapshot>.
+ * The node-level diff by operator: `rewritten` keys read "before → after".
+ * @typedef {Object} DiffSummary
+ * @property {Object<string, number>} created
+ * @property {Object<string, number>} removed
+ * @property {Object<string, number>} rewritten
+ * @property {number} functions
+ * @property {number} grouped_calls
+ * @property {string} text
+ */
+
+/**
+ * GET /api/diff?a=<snapshot>&b=<snapshot>[&part=nodes]; with part=nodes, `unified` is
+ * empty and `hunks` too.
  * @typedef {Object} Diff
  * @property {number} a
  * @property {number} b
  * @property {string} unified
  * @property {Array<DiffHunk>} hunks
  * @property {DiffNodes} nodes
+ * @property {DiffSummary} summary
  */
 
 /**

@@ -31,6 +31,8 @@ export const ROUTES = Object.freeze({
   snapshotPart: (id, part) => `/api/snapshots/${enc(id)}?part=${enc(part)}`,
   /** Diff */
   diff: (a, b) => `/api/diff?a=${enc(a)}&b=${enc(b)}`,
+  /** Diff without the text hunks: the node-level diff and its summary */
+  diffNodes: (a, b) => `/api/diff?a=${enc(a)}&b=${enc(b)}&part=nodes`,
   /** Backtrace */
   backtrace: (rid, nodeId) => `/api/runs/${enc(rid)}/backtrace/${enc(nodeId)}`,
   /** LayerLookup */
@@ -92,3 +94,8 @@ const TEDD_LABELS = {
 
 /** The TEDD views of a schedule step, in display order: [key, label]. */
 export const TEDD_VIEWS = Object.freeze(TEDD_VIEW_KEYS.map((key) => [key, TEDD_LABELS[key] ?? key]));
+
+/** Distinct labels: a pass by its index (#12), a snapshot by its id (@34), a node by its id (%56). */
+export const passLabel = (index) => `#${index}`;
+export const snapshotLabel = (id) => `@${id}`;
+export const nodeLabel = (id) => `%${id}`;

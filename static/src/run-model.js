@@ -1,6 +1,6 @@
 // The state of one run, folded from its RunEvents in index order.
 // Payload shapes: protocol.events.gen.js (generated from explorer/protocol/).
-import { EV, RUN_STATUS } from "./protocol.js";
+import { EV, RUN_STATUS, passLabel, snapshotLabel } from "./protocol.js";
 
 /** @typedef {import("./protocol.js").RunEvent} RunEvent */
 
@@ -93,17 +93,22 @@ export class RunModel {
     return this.rows().filter((r) => r.state === "running").at(-1) ?? null;
   }
 
+  /** The run's final module: the summary's, else the last snapshot a pass made. */
+  finalSnapshot() {
+    return this.summary?.final_snapshot ?? this.snapshotChoices().at(-1)?.id ?? null;
+  }
+
   /** Snapshots the timeline can offer for comparison: initial, then after each finished pass. */
   snapshotChoices() {
     const choices = [];
     if (this.initialSnapshot !== null) {
-      choices.push({ id: this.initialSnapshot, label: `#${this.initialSnapshot} initial module` });
+      choices.push({ id: this.initialSnapshot, label: `${snapshotLabel(this.initialSnapshot)} initial module` });
     }
     const seen = new Set(choices.map((c) => c.id));
     for (const p of this.rows()) {
       if (p.after === null || p.after === undefined || seen.has(p.after)) continue;
       seen.add(p.after);
-      choices.push({ id: p.after, label: `#${p.after} ${p.name} · pass ${p.pass_index}` });
+      choices.push({ id: p.after, label: `${snapshotLabel(p.after)} ${p.name} · pass ${passLabel(p.pass_index)}` });
     }
     return choices;
   }

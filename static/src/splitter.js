@@ -13,9 +13,12 @@ export function splitter(layout, variable, { min = 160, max = 900, sign = 1, sto
   const saved = storageKey ? Number(localStorage.getItem(storageKey)) : NaN;
   if (saved) layout.style.setProperty(variable, `${saved}px`);
 
-  const current = () => parseFloat(getComputedStyle(layout).getPropertyValue(variable)) || min;
+  // The column's rendered width (the variable may hold a clamp() expression), and at most
+  // 45% of the layout each, so the centre keeps the room.
+  const column = () => (sign > 0 ? handle.previousElementSibling : handle.nextElementSibling);
+  const current = () => column()?.getBoundingClientRect().width || min;
   const set = (px) => {
-    const v = Math.max(min, Math.min(max, px));
+    const v = Math.max(min, Math.min(max, 0.45 * layout.clientWidth, px));
     layout.style.setProperty(variable, `${v}px`);
     if (storageKey) localStorage.setItem(storageKey, String(Math.round(v)));
   };

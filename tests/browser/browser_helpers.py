@@ -89,6 +89,33 @@ def run_id_of(page: Any) -> str:
     return page.evaluate("new URLSearchParams(location.search).get('run')")
 
 
+def start_held_run(page: Any, server: str, model: Path, gate: Any) -> str:
+    """Upload `model`, open its page and press Run with the pipeline gate armed: returns the
+    run id once the run is held by the gate (release it with gate.release())."""
+    session = upload(server, model)
+    gate.arm()
+    page.goto(f"/s/{session['id']}")
+    page.get_by_test_id("run-button").click()
+    run_id = run_id_of(page)
+    assert gate.reached.wait(30), "the run never reached the gate"
+    return run_id
+
+
+def run_on_page(page: Any, server: str, quick: bool = False) -> tuple[str, list[dict[str, Any]]]:
+    """Press Run on the session page (quick: no build, no numerics check) and wait until the
+    run has ended and the page shows it: (run id, events)."""
+    if quick:
+        page.get_by_test_id("build").uncheck()
+        page.get_by_test_id("check-numerics").uncheck()
+    shown = page.evaluate("new URLSearchParams(location.search).get('run')")
+    page.get_by_test_id("run-button").click()
+    page.wait_for_function("(shown) => new URLSearchParams(location.search).get('run') !== shown", arg=shown)
+    run_id = run_id_of(page)
+    events = wait_run_done(server, run_id)
+    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")
+    return run_id, events
+
+
 def mlp_with_names(path: Path, names: list[str]) -> Path:
     """A small MLP (Gemm/Relu/Gemm) whose node names are `names` (3 of them)."""
     rng = np.random.default_rng(0)

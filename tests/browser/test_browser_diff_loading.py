@@ -77,7 +77,7 @@ def test_enter_selects_and_escape_clears_the_expression(page: Any, server: str,
     page.keyboard.press("Enter")
     node = page.get_by_test_id("expr-node")
     node.wait_for()
-    assert node.inner_text() == f"#{entry['node_id']}"
+    assert node.inner_text() == f"%{entry['node_id']}"  # node %, pass #, snapshot @
     assert page.get_by_test_id("expr-layers").locator("button").all_inner_texts() == entry["spans"]
     page.wait_for_function("Number(document.querySelector('[data-testid=diff-pane]').dataset.highlightsB) > 0")
     assert f"node={entry['node_id']}" in page.url

@@ -3,6 +3,7 @@ console script through a subprocess."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,8 @@ def _check_serving(proc: subprocess.Popen, port: int, tmp_path: Path) -> None:
 
     line = proc.stdout.readline() if proc.stdout else ""
     assert f"http://127.0.0.1:{port}/s/" in line
+    # the demo has no run yet: its page starts one on first open
+    assert line.split()[3].endswith("?autorun=1"), line
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -128,3 +131,37 @@ def test_serve_on_all_interfaces_warns(tmp_path, monkeypatch, capsys):
     assert main(["serve", "--data", str(tmp_path)]) == 0
     assert calls[1]["host"] == "127.0.0.1"
     assert "WARNING" not in capsys.readouterr().err
+
+
+def test_run_reports_the_numerics_check(model, capsys):
+    assert main(["run", str(model), "--passes", "ExplorerTestRebuild,ExplorerTestNoop",
+                 "--check-numerics"]) == 0
+    out = capsys.readouterr().out
+    assert "numerics: 2 passes checked against the imported model, max |err| 0: ok" in out
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_counts_leaf_passes_against_the_plan():
+    """Sequentials finishing and the build's stages after the plan never push the counter
+    past its total (it once went 28/28 -> 29/29 -> 30/30)."""
+    from explorer import protocol as p
+    from explorer.cli import TerminalSink
+
+    err = _Tty()
+    sink = TerminalSink(None, io.StringIO(), err)  # type: ignore[arg-type]
+    events = [(p.RUN_STARTED, {"num_passes_planned": 2})]
+    finished = dict(opt_level=0, before=1, after=1, changed=False, elapsed_ms=1.0,
+                    span_coverage=1.0, stats=p.pass_stats(nodes=1, nodes_delta=0), numerics=None)
+    for index, name, depth, leaf in ((1, "InferType", 1, True), (2, "FoldConstant", 1, True),
+                                     (0, "Sequential", 0, False), (3, "LowerTE", 0, True)):
+        events.append((p.PASS_FINISHED, p.pass_finished(
+            pass_index=index, name=name, depth=depth, parent_index=None, leaf=leaf, **finished)))
+    for index, (kind, data) in enumerate(events):
+        sink({"index": index, "type": kind, "data": data})  # type: ignore[typeddict-item]
+    shown = [line.split("] ")[1].split()[0] for line in err.getvalue().split("\r") if "] " in line]
+    assert shown == ["1/2", "2/2", "2/2"]
+    assert "build: LowerTE" in err.getvalue()

@@ -131,6 +131,16 @@ def test_bad_uploads_answer_4xx_json_naming_the_problem(client, data, name, stat
     assert upload(client)["format"] == "relay"  # the server still answers
 
 
+def test_a_parse_error_names_the_file_and_keeps_its_caret_block(client):
+    text = MODEL_TEXT.replace("nn.relu(%0) /* relu1 */;", "nn.relu(%0 /* relu1 */;")
+    err = _post_file(client, text.encode(), "mine.relay").get_json()["error"]
+    first, *context = err["message"].split("\n")
+    # file:line:col as the user knows the file (not the stored copy's hash name), then the
+    # source line and a caret under the column, on lines of their own
+    assert first.startswith("mine.relay:4:") and "mine.relay" not in first[len("mine.relay"):]
+    assert len(context) == 2 and "nn.relu(%0" in context[0] and context[1].strip() == "^"
+
+
 def test_upload_without_file_and_bad_shapes(client):
     assert client.post("/api/sessions").get_json()["error"]["code"] == "missing_file"
     resp = client.post("/api/sessions", data={

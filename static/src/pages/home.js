@@ -1,6 +1,6 @@
 // Home: drop zone + file picker, the demo one click away, recent sessions.
 import { api } from "../api.js";
-import { errorBox, h, replace } from "../dom.js";
+import { errorBox, errorDetail, h, replace } from "../dom.js";
 import { PAGES, UPLOAD_ACCEPT } from "../protocol.js";
 
 export function mountHome(root) {
@@ -52,7 +52,7 @@ export function mountHome(root) {
   }
 
   function fail(title, err) {
-    replace(status, errorBox(title, err.message, err.detail ? JSON.stringify(err.detail, null, 2) : null));
+    replace(status, errorBox(title, err.message, errorDetail(err)));
   }
 
   function go(sessionId, runId = null) {

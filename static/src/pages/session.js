@@ -11,7 +11,7 @@ import { ProvenancePane } from "../panes/provenance.js";
 import { SchedulesPane } from "../panes/schedules.js";
 import { SummaryPane } from "../panes/summary.js";
 import { TimelinePane } from "../panes/timeline.js";
-import { C2S, PAGES, URL_KEYS as K } from "../protocol.js";
+import { C2S, PAGES, ROUTES, URL_KEYS as K, passLabel, snapshotLabel } from "../protocol.js";
 import { RunStream, request } from "../run-stream.js";
 import { splitter } from "../splitter.js";
 import { UrlState } from "../url-state.js";
@@ -26,6 +26,7 @@ export class SessionPage {
     this.url = new UrlState();
     this.stream = null;
     this.data = null;
+    this.shownRunning = null;
     this.pending = { pass: this.url.getInt(K.PASS), node: this.url.getInt(K.NODE),
       left: this.url.getInt(K.LEFT), right: this.url.getInt(K.RIGHT), layer: this.url.get(K.LAYER) };
     this.ctx = {
@@ -68,9 +69,13 @@ export class SessionPage {
     this.schedules = new SchedulesPane(this.hub, this.ctx);
     this.provenance = new ProvenancePane(this.hub, this.ctx);
     this.layers = new LayersPane(this.hub, this.ctx);
-    this.tabBar = h("div.tabs", { role: "tablist" }, TABS.map(([key, label]) =>
-      h("button.tab", { type: "button", role: "tab", dataset: { tab: key }, "data-testid": `tab-${key}`,
-        on: { click: () => this.showTab(key) } }, label)));
+    this.tabBar = h("div.tabs", { role: "tablist" },
+      this.columnToggle("left", "◧", "Show or hide the passes column"),
+      TABS.map(([key, label]) =>
+        h("button.tab", { type: "button", role: "tab", dataset: { tab: key }, "data-testid": `tab-${key}`,
+          on: { click: () => this.showTab(key) } }, label)),
+      h("span.spacer"),
+      this.columnToggle("right", "◨", "Show or hide the provenance and layers column"));
     this.tabBodies = Object.fromEntries(TABS.map(([key]) => [key, h("div.tab-body", { dataset: { tab: key } })]));
     const left = h("aside.col.col-left");
     const center = h("section.col.col-center", {}, this.tabBar, Object.values(this.tabBodies));
@@ -78,10 +83,13 @@ export class SessionPage {
     this.workspace = h("main.workspace");
     this.workspace.append(left, splitter(this.workspace, "--left", { storageKey: "irx.left" }), center,
       splitter(this.workspace, "--right", { sign: -1, storageKey: "irx.right" }), right);
+    for (const side of ["left", "right"]) this.collapseColumn(side, localStorage.getItem(`irx.${side}.collapsed`) === "1");
     const remove = h("button.btn.small", { type: "button", title: "Delete this session and its runs",
       "data-testid": "delete-session", on: { click: () => this.deleteSession() } }, "Delete");
+    this.exportLink = h("a.btn.small", { href: "#", download: "", hidden: true, "data-testid": "export-run",
+      title: "Download this run (passes, snapshots, schedules) as JSON: Import it on the home page" }, "Export run");
     const bar = h("div.session-bar", {}, h("div.session-id", {}, this.title, this.meta), h("span.spacer"),
-      this.status, remove);
+      this.status, this.exportLink, remove);
     this.pinRow = h("div.pin-row");
     this.pinShapes = new PinShapes(this.pinRow);
     replace(this.root, bar, h("div.options-row", {}), this.pinRow, this.banner, this.workspace);
@@ -112,10 +120,26 @@ export class SessionPage {
     document.addEventListener("keydown", (e) => this.globalKey(e));
   }
 
+  /** A tab-bar button that collapses (and restores) one side column. */
+  columnToggle(side, glyph, title) {
+    return h("button.btn.small.ghost.col-toggle", { type: "button", title, "aria-label": title,
+      "aria-pressed": "false", "data-testid": `toggle-${side}`,
+      on: { click: () => this.collapseColumn(side, !this.workspace.classList.contains(`${side}-collapsed`)) } },
+    glyph);
+  }
+
+  /** Collapse or restore the left / right column (remembered in localStorage). */
+  collapseColumn(side, collapsed) {
+    this.workspace.classList.toggle(`${side}-collapsed`, collapsed);
+    this.tabBar.querySelector(`[data-testid=toggle-${side}]`)?.setAttribute("aria-pressed", String(collapsed));
+    localStorage.setItem(`irx.${side}.collapsed`, collapsed ? "1" : "0");
+  }
+
   showSession() {
     const { session, graph } = this.data;
     document.title = `${session.name} · IR Explorer`;
     this.title.textContent = session.name;
+    this.title.title = session.name;
     this.meta.textContent = `${session.format} · ${session.num_layers ?? graph?.layers?.length ?? 0} layers`;
     this.summary.update(this.data);
     this.layers.update(graph);
@@ -173,6 +197,9 @@ export class SessionPage {
         [K.LAYER]: null, [K.SCHEDULE]: null, [K.STEP]: null });
     }
     this.url.patch({ [K.RUN]: runId });
+    this.exportLink.href = ROUTES.exportRun(runId);
+    this.exportLink.hidden = false;
+    this.shownRunning = null;
     this.hub.emit(TOPIC.RUN_RESET, { runId });
     this.stream = new RunStream(runId, (model) => this.runChanged(model));
     this.stream.start().catch((err) => replace(this.banner, errorBox(`Run ${runId} unavailable:`, err.message)));
@@ -186,10 +213,21 @@ export class SessionPage {
     this.hub.emit(TOPIC.RUN_CHANGED, model);
     this.options.offerRunPasses(model.leafRows().map((r) => r.name));
     this.applyPending(model);
-    if (model.finished && !this.refreshedRuns) {
-      this.refreshedRuns = true;
-      api.session(this.sessionId).then((d) => { this.data = d; this.summary.update(d); }).catch(() => null);
-    }
+    this.refreshRuns(model);
+    // a pass selected while it ran shows its diff once it has finished
+    const waiting = this.shownRunning === null ? null : model.pass(this.shownRunning);
+    if (waiting && waiting.state !== "running") this.selectPass(waiting.pass_index);
+  }
+
+  /** The Model tab's runs table follows the runs: refreshed when one starts and when it ends. */
+  refreshRuns(model) {
+    const key = `${model.runId}:${model.finished}`;
+    if (this.runsKey === key) return;
+    this.runsKey = key;
+    api.session(this.sessionId).then((d) => {
+      this.data = d;
+      this.summary.update(d);
+    }).catch(() => null);
   }
 
   /** Selections from the URL wait until the run has the pass / snapshots they name. */
@@ -213,11 +251,16 @@ export class SessionPage {
     this.url.patch({ [K.PASS]: passIndex, [K.LEFT]: null, [K.RIGHT]: null });
     this.showTab("diff");
     const before = row.before ?? null;
-    if (before === null) return;
+    if (before === null) { // still running: its diff shows when it finishes (runChanged)
+      this.shownRunning = row.state === "running" ? passIndex : null;
+      return;
+    }
     const right = row.after ?? (row.state === "running" ? null : before);
+    this.shownRunning = right === null ? passIndex : null;
     this.hub.emit(TOPIC.COMPARE, { left: before, right, passIndex,
-      title: `#${passIndex} ${row.name}${row.changed === false ? " (no change)" : ""}`,
-      captions: [`before ${row.name} (#${before})`, right === null ? "running…" : `after ${row.name} (#${right})`] });
+      title: `${passLabel(passIndex)} ${row.name}${row.changed === false ? " (no change)" : ""}`,
+      captions: [`before ${row.name} (${snapshotLabel(before)})`,
+        right === null ? "running…" : `after ${row.name} (${snapshotLabel(right)})`] });
   }
 
   /** After a reload: re-select the node / layer named by the URL once its snapshots show. */

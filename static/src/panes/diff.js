@@ -4,12 +4,35 @@ import { Change, MergeView, goToNextChunk, goToPreviousChunk, diff as cmDiff } f
 import { api } from "../api.js";
 import { diffSnapshots } from "../diff-client.js";
 import { errorBox, h, replace } from "../dom.js";
-import { paintHighlights, relayEditorExtensions } from "../editor.js";
+import { foldLines, foldable, hiddenText, openFold, paintHighlights, relayEditorExtensions,
+  softWrap } from "../editor.js";
 import { TOPIC } from "../hub.js";
+import { snapshotLabel } from "../protocol.js";
 import { Pane } from "../pane.js";
 import { highlightsFor, sourceIndexOf } from "../sourcemap.js";
 
 const SIDES = ["a", "b"];
+const VIEW_KEY = "irx.diffView";
+/** The view toggles: [key, label, title, default]. */
+const TOGGLES = [
+  ["types", "types", "Show the /* ty=... */ type comments", true],
+  ["spans", "spans", "Show the span comments (frontend layer names); unticked, they are not compared either", true],
+  ["meta", "meta", "Show constants as meta[relay.Constant][N] (unticked: const)", true],
+  ["wrap", "wrap", "Soft-wrap long lines", false],
+  ["fold", "fold", "Fold every unchanged stretch", false],
+];
+/** Fold: every unchanged stretch of at least FOLD_MIN lines. */
+const FOLD_MIN = 2;
+
+function loadView() {
+  let saved = {};
+  try {
+    saved = JSON.parse(localStorage.getItem(VIEW_KEY) ?? "{}") ?? {};
+  } catch {
+    saved = {};
+  }
+  return Object.fromEntries(TOGGLES.map(([key, , , init]) => [key, typeof saved[key] === "boolean" ? saved[key] : init]));
+}
 
 export class DiffPane extends Pane {
   render() {
@@ -17,7 +40,11 @@ export class DiffPane extends Pane {
     this.rightSelect = h("select.snap-select", { "aria-label": "Right snapshot", on: { change: () => this.pickCustom() } });
     this.title = h("span.diff-title", {}, "");
     this.stats = h("span.diff-stats", { "data-testid": "diff-stats" });
-    this.collapse = h("input", { type: "checkbox", on: { change: () => this.refold() } });
+    this.viewOptions = loadView();
+    this.toggles = TOGGLES.map(([key, label, title]) => h("label.inline.view-toggle", { title },
+      h("input", { type: "checkbox", checked: this.viewOptions[key], dataset: { view: key },
+        "data-testid": `view-${key}`, on: { change: (e) => this.setView(key, e.target.checked) } }), ` ${label}`));
+    this.summary = h("div.diff-summary", { "data-testid": "diff-summary", hidden: true });
     this.wholeButton = h("button.btn.small", { type: "button", disabled: true, "data-testid": "compare-whole",
       on: { click: () => this.compareWhole() } }, "Whole pipeline: initial → final");
     this.firstButton = h("button.btn.small", { type: "button", disabled: true,
@@ -41,7 +68,8 @@ export class DiffPane extends Pane {
           on: { click: () => this.step(-1) } }, "↑"),
         h("button.btn.small", { type: "button", title: "Next change", "aria-label": "Next change",
           on: { click: () => this.step(1) } }, "↓"),
-        h("label.inline", { title: "Fold long unchanged stretches" }, this.collapse, " fold")),
+        h("span.view-toggles", {}, this.toggles)),
+      this.summary,
       this.captions,
       this.body);
   }
@@ -73,16 +101,20 @@ export class DiffPane extends Pane {
     this.title.textContent = "";
     this.stats.textContent = "";
     this.setCaptions(["before", "after"]);
-    for (const key of ["left", "right", "provenance", "loading"]) delete this.root.dataset[key];
+    replace(this.summary);
+    this.summary.hidden = true;
+    for (const key of ["left", "right", "provenance", "loading", "changedLinesB", "removedLines"]) delete this.root.dataset[key];
     replace(this.body, this.placeholder);
   }
 
   /** The initial module against the run's last snapshot. */
   compareWhole() {
     const choices = this.model?.snapshotChoices() ?? [];
-    if (choices.length < 2) return;
-    this.hub.emit(TOPIC.COMPARE, { left: choices[0].id, right: choices.at(-1).id, passIndex: null,
-      title: "whole pipeline", captions: [choices[0].label, choices.at(-1).label] });
+    const final = this.model?.finalSnapshot();
+    if (choices.length < 2 || final === null || final === undefined) return;
+    const label = choices.find((c) => c.id === final)?.label ?? snapshotLabel(final);
+    this.hub.emit(TOPIC.COMPARE, { left: choices[0].id, right: final, passIndex: null,
+      title: "whole pipeline", captions: [choices[0].label, `${label} (final module)`] });
   }
 
   selectFirstChange() {
@@ -125,12 +157,16 @@ export class DiffPane extends Pane {
    * Show snapshots `left` / `right` (right may be null while a pass runs).
    * @param {import("../hub.js").Compare} compare
    */
-  async compare({ left, right, title, captions }) {
+  async compare({ left, right, title, captions, passIndex }) {
     const seq = ++this.requestSeq;
-    this.current = { left, right };
+    this.current = { left, right, title, captions, passIndex };
+    const passName = passIndex === null || passIndex === undefined ? null : this.model?.pass(passIndex)?.name ?? null;
+    replace(this.summary);
+    this.summary.hidden = true;
     this.syncSelects();
     this.title.textContent = title ?? "";
-    this.setCaptions(captions ?? [`#${left}`, right === null ? "(pending)" : `#${right}`]);
+    this.title.title = title ?? "";
+    this.setCaptions(captions ?? [snapshotLabel(left), right === null ? "(pending)" : snapshotLabel(right)]);
     this.stats.textContent = "loading…";
     this.root.dataset.loading = "true";
     try {
@@ -138,12 +174,13 @@ export class DiffPane extends Pane {
       const [a, b] = await Promise.all([api.snapshotText(left),
         right === null ? null : api.snapshotText(right)]);
       const other = b ?? a;
-      const changes = await diffSnapshots(a, other);
+      const changes = await diffSnapshots(a, other, this.diffOptions());
       if (seq !== this.requestSeq || !this.root) return;
       this.snapshots = { a, b: other };
       this.changes = changes;
       this.rebuild();
       this.loadIndexes(seq);
+      this.loadSummary(seq, passName);
     } catch (err) {
       if (seq !== this.requestSeq || !this.root) return;
       this.view?.destroy();
@@ -175,9 +212,45 @@ export class DiffPane extends Pane {
     });
   }
 
+  diffOptions() {
+    return { ignoreSpans: !this.viewOptions.spans };
+  }
+
+  /** A view toggle changed: remember it; re-diff when it changes what is compared. */
+  setView(key, value) {
+    this.viewOptions[key] = value;
+    localStorage.setItem(VIEW_KEY, JSON.stringify(this.viewOptions));
+    if (!this.view || !this.current) return;
+    if (key === "spans") {
+      this.compare(this.current);
+      return;
+    }
+    const { indexes } = this;
+    this.rebuild();
+    this.indexes = indexes;
+    this.paint(false);
+  }
+
+  /** The pass's structural summary above the diff (nodes created, removed, rewritten by op). */
+  async loadSummary(seq, passName) {
+    const { a, b } = this.snapshots;
+    if (a.id === b.id) return;
+    try {
+      const diff = await api.diffNodes(a.id, b.id);
+      if (seq !== this.requestSeq || !this.root) return;
+      this.summary.textContent = `${passName ?? "B against A"}: ${diff.summary.text}`;
+      this.summary.title = this.summary.textContent;
+      this.summary.hidden = false;
+    } catch (err) {
+      console.warn("diff summary unavailable", err);
+    }
+  }
+
   setCaptions([left, right]) {
-    this.captions.children[0].textContent = left;
-    this.captions.children[1].textContent = right;
+    for (const [el, text] of [[this.captions.children[0], left], [this.captions.children[1], right]]) {
+      el.textContent = text;
+      el.title = text;
+    }
   }
 
   rebuild() {
@@ -187,10 +260,16 @@ export class DiffPane extends Pane {
     const precomputed = this.changes;
     const changes = precomputed.changes.map((c) => new Change(c.fromA, c.toA, c.fromB, c.toB));
     const override = (ta, tb) => (ta === a.text && tb === b.text ? changes : cmDiff(ta, tb));
+    const hide = { types: !this.viewOptions.types, spans: !this.viewOptions.spans, meta: !this.viewOptions.meta };
     const side = (s) => ({
       doc: this.snapshots[s].text,
-      extensions: relayEditorExtensions({ onPick: (pos) => this.pick(s, pos), onEscape: () => this.hub.emit(TOPIC.CLEAR, {}),
-        label: s === "a" ? "IR before" : "IR after" }),
+      extensions: [
+        relayEditorExtensions({ onPick: (pos) => this.pick(s, pos), onEscape: () => this.hub.emit(TOPIC.CLEAR, {}),
+          label: s === "a" ? "IR before" : "IR after" }),
+        hiddenText(hide),
+        foldable,
+        this.viewOptions.wrap ? softWrap : [],
+      ],
     });
     replace(this.body);
     this.indexes = { a: null, b: null };
@@ -201,23 +280,26 @@ export class DiffPane extends Pane {
       gutter: true,
       highlightChanges: true,
       diffConfig: { override },
-      collapseUnchanged: this.collapseConfig(),
     });
+    if (this.viewOptions.fold) this.fold(precomputed.unchanged ?? []);
     this.view.a.dom.dataset.side = "a";
     this.view.b.dom.dataset.side = "b";
-    this.stats.textContent = a.id === b.id ? "identical" : `+${precomputed.added} −${precomputed.removed} lines`;
+    this.stats.textContent = a.id === b.id ? "identical" : statsText(precomputed);
     this.root.dataset.left = String(a.id);
     this.root.dataset.right = String(b.id);
+    this.root.dataset.changedLinesB = String(precomputed.changedLinesB?.length ?? 0);
+    this.root.dataset.removedLines = String(precomputed.removed ?? 0);
     delete this.root.dataset.loading;
     this.paint(false);
   }
 
-  collapseConfig() {
-    return this.collapse.checked ? { margin: 3, minSize: 8 } : undefined;
-  }
-
-  refold() {
-    this.view?.reconfigure({ collapseUnchanged: this.collapseConfig() });
+  /** Fold every unchanged stretch, the same lines on both sides (the diff's own pairs). */
+  fold(unchanged) {
+    const stretches = unchanged.filter((u) => u.n >= FOLD_MIN);
+    const open = (index) => SIDES.forEach((s) => openFold(this.view[s], index));
+    foldLines(this.view.a, stretches.map((u) => ({ line: u.a, n: u.n })), open);
+    foldLines(this.view.b, stretches.map((u) => ({ line: u.b, n: u.n })), open);
+    this.root.dataset.folds = String(stretches.length);
   }
 
   step(direction) {
@@ -269,4 +351,13 @@ export class DiffPane extends Pane {
     }
     return null;
   }
+}
+
+/** "3 rewritten · +2 −1 lines" */
+function statsText({ changed = 0, added = 0, removed = 0 }) {
+  if (!changed && !added && !removed) return "no change";
+  const parts = [];
+  if (changed) parts.push(`${changed} rewritten`);
+  if (added || removed) parts.push(`+${added} −${removed} lines`);
+  return parts.join(" · ");
 }

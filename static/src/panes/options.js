@@ -20,8 +20,8 @@ export class OptionsPane extends Pane {
       on: { click: () => this.ctx.startRun(this.options()) } }, "▶ Run");
     this.cancelButton = h("button.btn", { type: "button", hidden: true, "data-testid": "cancel-button",
       on: { click: () => this.ctx.cancelRun() } }, "Cancel");
-    this.details = h("details.options-more", {},
-      h("summary", {}, "Passes"), this.passList);
+    this.passSummary = h("summary", {}, "Passes");
+    this.details = h("details.options-more", {}, this.passSummary, this.passList);
     return h("div.options-bar", { "data-testid": "pipeline-options" },
       h("label.inline", {}, "Opt level ", this.optLevel),
       h("label.inline", { title: "Run the interpreter after every pass and compare outputs" }, this.numerics, " numerics check"),
@@ -64,14 +64,34 @@ export class OptionsPane extends Pane {
       replace(this.passList, h("p.hint", {}, "Run once to list the passes of the pipeline."));
       return;
     }
-    replace(this.passList, unique.map((name) => h("label.inline.pass-toggle", {},
-      h("input", { type: "checkbox", checked: !this.disabled.has(name), dataset: { pass: name },
-        on: { change: (e) => this.toggle(name, e.target.checked) } }), ` ${name}`)));
+    // passes switched off but not listed (a plugin's, gone since) stay visible and reversible
+    const listed = [...unique, ...[...this.disabled].filter((n) => !unique.includes(n))];
+    replace(this.passList,
+      h("button.btn.small", { type: "button", "data-testid": "enable-all-passes",
+        title: "Switch every pass back on", on: { click: () => this.enableAll() } }, "All on"),
+      listed.map((name) => h("label.inline.pass-toggle", {},
+        h("input", { type: "checkbox", checked: !this.disabled.has(name), dataset: { pass: name },
+          on: { change: (e) => this.toggle(name, e.target.checked) } }), ` ${name}`)));
+    this.showDisabled();
   }
 
   toggle(name, enabled) {
     if (enabled) this.disabled.delete(name);
     else this.disabled.add(name);
+    this.showDisabled();
+  }
+
+  enableAll() {
+    this.disabled.clear();
+    for (const box of this.passList.querySelectorAll("input[data-pass]")) box.checked = true;
+    this.showDisabled();
+  }
+
+  /** "Passes (2 off)": the choice stays in sight while the list is closed. */
+  showDisabled() {
+    const n = this.disabled.size;
+    this.passSummary.textContent = n ? `Passes (${n} off)` : "Passes";
+    this.passSummary.title = n ? `switched off: ${[...this.disabled].join(", ")}` : "";
   }
 
   /**

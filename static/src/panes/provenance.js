@@ -3,7 +3,7 @@ import { api } from "../api.js";
 import { errorBox, h, replace } from "../dom.js";
 import { TOPIC } from "../hub.js";
 import { Pane } from "../pane.js";
-import { ACTION } from "../protocol.js";
+import { ACTION, nodeLabel, passLabel } from "../protocol.js";
 
 export class ProvenancePane extends Pane {
   render() {
@@ -33,7 +33,7 @@ export class ProvenancePane extends Pane {
     this.traceEl = h("ol.backtrace", { "data-testid": "backtrace" }, h("li.hint", {}, "loading backtrace…"));
     replace(this.body,
       h("dl.kv", {},
-        h("dt", {}, "node"), h("dd", { "data-testid": "expr-node" }, `#${sel.nodeId}`),
+        h("dt", {}, "node"), h("dd", { "data-testid": "expr-node" }, nodeLabel(sel.nodeId)),
         h("dt", {}, "kind"), h("dd", {}, sel.kind ?? ""),
         sel.op ? [h("dt", {}, "op"), h("dd", {}, sel.op)] : null),
       h("h4", {}, "Frontend layers"), this.layersEl,
@@ -49,7 +49,7 @@ export class ProvenancePane extends Pane {
   }
 
   layerButton(name) {
-    return h("button.chip.layer-link", { type: "button", title: "Highlight every expression of this layer",
+    return h("button.chip.layer-link", { type: "button", title: `${name}: highlight every expression of this layer`,
       on: { click: () => this.hub.emit(TOPIC.LAYER_SELECTED, { name }) } }, name);
   }
 
@@ -60,7 +60,7 @@ export class ProvenancePane extends Pane {
     }
     return h("button.link", { type: "button", title: "Select this pass",
       on: { click: () => this.hub.emit(TOPIC.PASS_SELECTED, { passIndex: step.pass_index }) } },
-    `#${step.pass_index} ${step.pass_name}`);
+    `${passLabel(step.pass_index)} ${step.pass_name}`);
   }
 
   /** @param {import("../protocol.js").Backtrace} trace */
