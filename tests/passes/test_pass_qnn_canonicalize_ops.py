@@ -147,3 +147,28 @@ def test_canonicalized_conv_requantize_builds_and_runs_like_the_interpreter():
     got = runtime.get_output(0).numpy()
     assert got.dtype == np.int8
     np.testing.assert_array_equal(got, want)
+
+
+def test_nhwc_per_channel_depthwise_conv_lowers_bit_exactly():
+    """TFLite's layout: NHWC data, HWOI depthwise kernel, one kernel zero point and scale
+    per output channel (the kernel's O axis)."""
+    x = relay.var("x", shape=(1, 5, 5, 4), dtype="int8")
+    w = relay.var("w", shape=(3, 3, 4, 1), dtype="int8")
+    kzp = relay.const(np.array([0, 2, -1, 3], "int32"))
+    conv = qnn.conv2d(x, w, relay.const(np.int32(-7)), kzp, relay.const(np.float32(0.1)),
+                      relay.const(np.array([0.1, 0.2, 0.3, 0.4], "float32")),
+                      kernel_size=(3, 3), channels=4, padding=(1, 1), groups=4,
+                      data_layout="NHWC", kernel_layout="HWOI")
+    out = qnn.requantize(conv, relay.const(np.array([0.01, 0.02, 0.03, 0.04], "float32")),
+                         relay.const(np.zeros(4, "int32")), relay.const(np.float32(0.3)),
+                         relay.const(np.int32(-2)), axis=3, out_dtype="int8")
+    mod = relay.transform.InferType()(IRModule.from_expr(relay.Function([x, w], out)))
+    inputs = {"x": RNG.integers(-128, 128, (1, 5, 5, 4)).astype("int8"),
+              "w": RNG.integers(-128, 128, (3, 3, 4, 1)).astype("int8")}
+    xs = np.pad(inputs["x"].astype(np.int64) + 7, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    ws = inputs["w"][..., 0].astype(np.int64) - [0, 2, -1, 3]
+    acc = sum(xs[:, i:i + 5, j:j + 5, :] * ws[i, j] for i in range(3) for j in range(3))
+    np.testing.assert_array_equal(evaluate(conv, inputs), acc)
+    want = evaluate(mod, inputs)
+    assert want.shape == (1, 5, 5, 4)
+    np.testing.assert_array_equal(evaluate(canonicalize(mod), inputs), want)
