@@ -17,7 +17,11 @@ from engine.ir.expr import (
     Var,
 )
 from engine.ir.type import Any, AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type
-from engine.relay import analysis, printer  # printer: registers the IR's text printer
+from engine.relay import (  # printer: registers the IR's text printer
+    analysis,
+    printer,
+    qnn,  # registers the QNN dialect (relay.qnn.op, relay.qnn.transform)
+)
 from engine.relay.expr import ExprWithOp, bind, const, var
 from engine.relay.expr_functor import ExprFunctor, ExprMutator, ExprVisitor
 from engine.relay.op import *  # noqa: F403  (relay.add, relay.nn, relay.image, ...)
@@ -59,5 +63,6 @@ __all__ = [
     "ExprVisitor", "ExprWithOp", "FuncType", "Function", "FunctionWithFields", "GlobalVar", "If",
     "IfWithFields", "IncompleteType", "Let", "LetWithFields", "ScopeBuilder", "TensorType",
     "Tuple", "TupleGetItem", "TupleGetItemWithFields", "TupleType", "TupleWithFields",
-    "Type", "Var", "VarWithFields", "analysis", "astext", "bind", "const", "printer", "var",
+    "Type", "Var", "VarWithFields", "analysis", "astext", "bind", "const", "printer", "qnn",
+    "var",
 ]
