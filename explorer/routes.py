@@ -33,8 +33,18 @@ def create_session() -> tuple[Response, int]:
     from explorer.sessions import parse_input_shapes
 
     shapes = parse_input_shapes(request.form.get("input_shapes"))
-    session = services().sessions.create(upload.filename or "", upload.read(), shapes)
+    session = services().sessions.create(upload.filename or "", _read_and_close(upload),
+                                         shapes)
     return jsonify({"session": session}), 201
+
+
+def _read_and_close(upload: Any) -> bytes:
+    """An uploaded file's bytes; its spooled temporary file (werkzeug keeps a large one on
+    disk) is closed now, not whenever the garbage collector gets to it."""
+    try:
+        return bytes(upload.read())
+    finally:
+        upload.close()
 
 
 @bp.post("/api/sessions/<sid>/pin")
@@ -184,7 +194,7 @@ def import_run() -> tuple[Response, int]:
     upload = request.files.get("file")
     if upload is None:
         raise bad_request("missing_file", "send the export as the multipart field 'file'")
-    session, run = exchange.import_run(services().store, upload.read())
+    session, run = exchange.import_run(services().store, _read_and_close(upload))
     return jsonify({"session": session, "run": run}), 201
 
 
