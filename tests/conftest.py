@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from goldens import set_update
 from shared_models import model_path
 
+import engine as tvm
+
 
 @pytest.fixture(scope="session")
 def onnx_model() -> Callable[[str], Path]:
     """`onnx_model("resnet50")` -> path of the generated ONNX file."""
     return model_path
+
+
+@pytest.fixture()
+def keep_schedule_record() -> Iterator[None]:
+    """Run the test inside a PassContext with `te.keep_schedule_record` on: schedules keep
+    their records only then, as in TVM (a test's own PassContext overrides it)."""
+    with tvm.transform.PassContext(config={"te.keep_schedule_record": True}):
+        yield
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,17 +1,12 @@
 """These tests read schedule records, which TVM (and the engine) keep only when the
-PassContext config `te.keep_schedule_record` is true: each test runs inside such a context
-(a test's own PassContext overrides it)."""
+PassContext config `te.keep_schedule_record` is true: every test here runs inside such a
+context (tests/conftest.py's `keep_schedule_record`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-
-import engine as tvm
 
 
 @pytest.fixture(autouse=True)
-def keep_schedule_record() -> Iterator[None]:
-    with tvm.transform.PassContext(config={"te.keep_schedule_record": True}):
-        yield
+def _records(keep_schedule_record: None) -> None:
+    return None

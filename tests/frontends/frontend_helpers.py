@@ -4,17 +4,15 @@ coverage after every pass."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pytest
 
-from engine.instrument import PassInstrument
 from engine.ir.expr import Expr, Function, GlobalVar
 from engine.ir.module import IRModule
 from engine.ir.op import Op
-from engine.relay.analysis import post_order_visit, span_coverage
+from engine.relay.analysis import post_order_visit
 from engine.relay.frontend.result import ImportResult
 
 
@@ -83,20 +81,6 @@ def assert_close(actual: list[np.ndarray], expected: list[np.ndarray]) -> None:
 
 def is_function(expr: Expr) -> bool:
     return isinstance(expr, Function)
-
-
-@dataclass(eq=False)
-class CoverageCheck(PassInstrument):
-    """A pass instrument: span coverage of the module after every pass."""
-
-    failures: list[str] = field(default_factory=list)
-    passes: list[str] = field(default_factory=list)
-
-    def run_after_pass(self, mod: IRModule, info: Any) -> None:
-        self.passes.append(info.name)
-        cov = span_coverage(mod)
-        if cov.ratio != 1.0:
-            self.failures.append(f"{info.name}: {cov} {cov.missing[:3]}")
 
 
 def assert_matches(actual: Any, expected: list[np.ndarray]) -> None:

@@ -19,13 +19,13 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from frontend_helpers import CoverageCheck
 
 import engine as tvm
 from engine.ir.module import IRModule
 from engine.relay.analysis import span_coverage
 from engine.relay.frontend.onnx import from_onnx
 from engine.relay.interpreter import evaluate
+from engine.relay.testing.coverage import CoverageCheck
 from engine.relay.transform.pipeline import standard_pipeline
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"

@@ -30,7 +30,6 @@ import numpy as np
 import onnx
 import pytest
 from frontend_helpers import (
-    CoverageCheck,
     assert_fully_spanned,
     assert_matches,
     valid_span_names,
@@ -44,6 +43,7 @@ from engine.relay.frontend.onnx import import_onnx
 from engine.relay.frontend.result import ImportResult
 from engine.relay.interpreter import evaluate
 from engine.relay.testing import torch_models
+from engine.relay.testing.coverage import CoverageCheck
 from engine.relay.testing.torch_models import Export
 
 for _package in ("torch", "transformers", "onnxscript"):

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from frontend_helpers import CoverageCheck, assert_fully_spanned, assert_matches
+from frontend_helpers import assert_fully_spanned, assert_matches
 
 import engine as tvm
 from engine import relay
@@ -34,6 +34,7 @@ from engine.relay.frontend import load
 from engine.relay.frontend.result import ImportResult
 from engine.relay.interpreter import evaluate
 from engine.relay.testing import pt2_models
+from engine.relay.testing.coverage import CoverageCheck
 
 torch = pytest.importorskip("torch")
 for _package in ("torchvision", "transformers"):  # imported through pt2_models' shim

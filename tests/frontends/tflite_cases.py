@@ -3,7 +3,7 @@ span coverage checked after every pass, relay.build and a run of the built modul
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,27 +12,11 @@ import numpy as np
 import engine as tvm
 from engine import relay
 from engine.contrib import graph_executor
-from engine.instrument import PassInstrument
-from engine.ir.module import IRModule
-from engine.relay.analysis import span_coverage
 from engine.relay.frontend import load
 from engine.relay.frontend.result import ImportResult
 from engine.relay.interpreter import evaluate
+from engine.relay.testing.coverage import CoverageCheck
 from engine.relay.transform.pipeline import standard_pipeline
-
-
-@dataclass(eq=False)
-class CoverageCheck(PassInstrument):
-    """Span coverage of the module after every pass."""
-
-    failures: list[str] = field(default_factory=list)
-    passes: list[str] = field(default_factory=list)
-
-    def run_after_pass(self, mod: IRModule, info: Any) -> None:
-        self.passes.append(info.name)
-        cov = span_coverage(mod)
-        if cov.ratio != 1.0:
-            self.failures.append(f"{info.name}: {cov} {cov.missing[:3]}")
 
 
 @dataclass

@@ -6,7 +6,6 @@ through every pass of the O3 pipeline with their `line N` layers, and build."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,13 +14,13 @@ from tvm_fixtures import FIXTURES, REFERENCES, constants, inputs
 
 import engine as tvm
 from engine import relay
-from engine.instrument import PassInstrument
 from engine.ir.expr import Call, Constant
 from engine.ir.module import IRModule
 from engine.ir.span import Span
 from engine.relay.analysis import post_order_visit, span_coverage
 from engine.relay.frontend import load
 from engine.relay.interpreter import evaluate
+from engine.relay.testing.coverage import CoverageCheck
 from engine.relay.transform.pipeline import standard_pipeline
 
 NAMES = sorted(FIXTURES)
@@ -82,23 +81,11 @@ def test_import_lists_the_line_layers() -> None:
     assert layers["line 11"]["inputs"] == ["line 9", "line 7"]  # add(%7 = %6.0, %4)
 
 
-@dataclass(eq=False)
-class _Coverage(PassInstrument):
-    failures: list[str] = field(default_factory=list)
-    passes: list[str] = field(default_factory=list)
-
-    def run_after_pass(self, mod: IRModule, info: Any) -> None:
-        self.passes.append(info.name)
-        cov = span_coverage(mod)
-        if cov.ratio != 1.0:
-            self.failures.append(f"{info.name}: {cov}")
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_o3_keeps_full_span_coverage_and_the_outputs(name: str) -> None:
     mod = _load(name)
     assert span_coverage(mod).ratio == 1.0
-    checker = _Coverage()
+    checker = CoverageCheck()
     with tvm.transform.PassContext(opt_level=3, instruments=[checker]):
         optimized = standard_pipeline(3, "llvm")(mod)
     assert {"FoldConstant", "FuseOps"} <= set(checker.passes)

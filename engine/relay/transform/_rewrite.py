@@ -149,6 +149,7 @@ class CallRewriter(ExprMutator):
     """
 
     rewrites: dict[str, Rewrite | Sequence[Rewrite]] = {}
+    keep_type = True  # a result takes the replaced call's type (False: it is re-inferred)
 
     def __init__(self, mod: IRModule | None = None) -> None:
         super().__init__()
@@ -169,7 +170,7 @@ class CallRewriter(ExprMutator):
             result = rule(call, post)
             if result is not None:
                 self.count += 1
-                return copy_type(result, call)
+                return copy_type(result, call) if self.keep_type else result
         return post
 
     def visit_function(self, fn: Function) -> Expr:

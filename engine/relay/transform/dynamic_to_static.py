@@ -229,6 +229,8 @@ def _builders() -> dict[str, tuple[tuple[int, ...], Builder]]:
 class DynamicSpecializer(CallRewriter):
     """Rewrites each dyn call whose shape-like operands are constants to its static op."""
 
+    keep_type = False  # the static op's type is sharper than the dyn one: re-inferred
+
     def __init__(self, mod: IRModule | None = None) -> None:
         super().__init__(mod)
         self.table = _builders()
@@ -242,16 +244,6 @@ class DynamicSpecializer(CallRewriter):
             return None
         return build(post, [arg.data.numpy() for arg in operands])  # type: ignore[attr-defined]
 
-    def visit_call(self, call: Call) -> Expr:
-        post = super(CallRewriter, self).visit_call(call)
-        if not isinstance(post, Call):
-            return post
-        for rule in self.rules_for(call):
-            result = rule(call, post)
-            if result is not None:
-                self.count += 1
-                return result  # untyped: the static op's type is sharper than the dyn one
-        return post
 
 
 def dynamic_to_static(func: Function, mod: IRModule | None = None) -> Function:

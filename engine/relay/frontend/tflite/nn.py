@@ -74,21 +74,27 @@ def _per_channel(ctx: OpContext) -> bool:
     return quant is not None and quant.scale.size > 1
 
 
+def _nhwc_conv(ctx: OpContext, weight: Expr, kernel: tuple[int, int], groups: int,
+               channels: int, kernel_layout: str, hybrid: bool) -> Callable[[Expr], Expr]:
+    """The layer's conv2d on NHWC data (int32 accumulation for a hybrid layer)."""
+    strides, dilation = _strides(ctx), _dilation(ctx)
+    padding = window_padding(ctx, kernel, strides, dilation)
+
+    def conv(x: Expr) -> Expr:
+        return relay.nn.conv2d(x, weight, strides=strides, padding=padding, dilation=dilation,
+                               groups=groups, channels=channels, kernel_size=kernel,
+                               data_layout="NHWC", kernel_layout=kernel_layout,
+                               out_dtype="int32" if hybrid else "")
+
+    return conv
+
+
 @converter("CONV_2D")
 def conv2d(ctx: OpContext) -> Expr:
     out_c, kh, kw, in_c = ctx.tensor(1).shape
-    groups = ctx.shape(0)[3] // in_c
-    strides, dilation = _strides(ctx), _dilation(ctx)
     hybrid = is_hybrid(ctx)
     weight = _kernel(ctx, (1, 2, 3, 0), dtype="int32" if hybrid else None)
-
-    def conv(x: Expr) -> Expr:
-        return relay.nn.conv2d(x, weight, strides=strides,
-                               padding=window_padding(ctx, (kh, kw), strides, dilation),
-                               dilation=dilation, groups=groups, channels=out_c,
-                               kernel_size=(kh, kw), data_layout="NHWC", kernel_layout="HWIO",
-                               out_dtype="int32" if hybrid else "")
-
+    conv = _nhwc_conv(ctx, weight, (kh, kw), ctx.shape(0)[3] // in_c, out_c, "HWIO", hybrid)
     if hybrid:  # per-channel weights quantize the input asymmetrically (EvalHybridPerChannel)
         return fused(ctx, _hybrid(ctx, conv, ctx.input(0), [1, 2, 3], _per_channel(ctx), 0))
     return fused(ctx, _bias(ctx, conv(ctx.input(0))))
@@ -98,17 +104,9 @@ def conv2d(ctx: OpContext) -> Expr:
 def depthwise_conv2d(ctx: OpContext) -> Expr:
     _, kh, kw, total = ctx.tensor(1).shape
     in_c = ctx.shape(0)[3]
-    strides, dilation = _strides(ctx), _dilation(ctx)
     hybrid = is_hybrid(ctx)
     weight = _kernel(ctx, None, [kh, kw, in_c, total // in_c], "int32" if hybrid else None)
-
-    def conv(x: Expr) -> Expr:
-        return relay.nn.conv2d(x, weight, strides=strides,
-                               padding=window_padding(ctx, (kh, kw), strides, dilation),
-                               dilation=dilation, groups=in_c, channels=total,
-                               kernel_size=(kh, kw), data_layout="NHWC", kernel_layout="HWOI",
-                               out_dtype="int32" if hybrid else "")
-
+    conv = _nhwc_conv(ctx, weight, (kh, kw), in_c, total, "HWOI", hybrid)
     if hybrid:  # always asymmetric, per channel
         return fused(ctx, _hybrid(ctx, conv, ctx.input(0), [1, 2, 3], True, 3))
     return fused(ctx, _bias(ctx, conv(ctx.input(0))))
