@@ -34,11 +34,12 @@ from engine.ir.expr import (
 from engine.ir.module import IRModule
 from engine.ir.op import Op, OpNotFoundError
 from engine.ir.span import UNKNOWN_SPAN, SpanLike
-from engine.ir.type import AnyDim, FuncType, IncompleteType, TensorType, TupleType, Type
+from engine.ir.type import Type
 from engine.relay.op.attrs_defaults import UnknownAttributeError
 from engine.relay.op.op import op_attrs
 from engine.relay.parser import lexer as lx
 from engine.relay.parser.tvm_json import MetaFormatError, is_node_graph, meta_tables
+from engine.relay.parser.values import ValueReader
 from engine.runtime.ndarray import NDArray
 
 __all__ = ["fromtext", "parse", "parse_expr", "parse_type"]
@@ -49,7 +50,7 @@ _NO_ADTS = ("algebraic data types (type definitions, constructors and match) are
             "supported by this engine's IR")
 
 
-class _Parser(lx.TokenStream):
+class _Parser(ValueReader):
     def __init__(self, text: str, source_name: str, tokens: lx.Tokens,
                  meta: Mapping[str, Sequence[Any]], free_vars: bool) -> None:
         super().__init__(text, source_name, tokens)
@@ -390,85 +391,6 @@ class _Parser(lx.TokenStream):
         except lx.LexError as err:
             raise self.error(str(err), start + content.index("span=") + 5) from None
 
-    # --- attributes ---------------------------------------------------------------------
-    def attr(self) -> tuple[str, Any]:
-        kind, text, offset = self.take()
-        key = lx.decode_string(text) if kind == lx.STRING else text
-        if kind not in (lx.IDENT, lx.STRING):
-            raise self.error(f"expected an attribute name, got {text!r}", offset)
-        self.expect("=")
-        return key, self.attr_value()
-
-    def attr_value(self) -> Any:
-        kind, text, offset = self.take()
-        if kind == lx.NUMBER:
-            try:
-                return lx.attr_number(text)
-            except ValueError as err:
-                raise self.error(str(err), offset) from None
-        if kind == lx.STRING:
-            return lx.decode_string(text)
-        if kind == lx.IDENT and text in _ATTR_WORDS:
-            return _ATTR_WORDS[text]
-        if text == "[":
-            return tuple(self.attr_list("]", self.attr_value))
-        if text == "{":
-            return Attrs(dict(self.attr_list("}", self.attr)))
-        raise self.error(f"expected an attribute value, got {text!r}", offset)
-
-    def attr_list(self, close: str, item: Any) -> list[Any]:
-        out: list[Any] = []
-        while not self.at(close):
-            if out:
-                self.expect(",")
-                if self.at(close):
-                    break
-            out.append(item())
-        self.expect(close)
-        return out
-
-    # --- types --------------------------------------------------------------------------
-    def type(self) -> Type:
-        kind, text, offset = self.take()
-        if text == "(":
-            fields = self.attr_list(")", self.type)
-            return TupleType(fields)
-        if kind != lx.IDENT:
-            raise self.error(f"expected a type, got {text!r}", offset)
-        if text == "Tensor":
-            return self.tensor_type()
-        if text == "fn":
-            self.expect("(")
-            args = self.attr_list(")", self.type)
-            self.expect("->")
-            return FuncType(args, self.type())
-        if text == "_":
-            return IncompleteType()
-        return self.dtype_type(text, offset, ())
-
-    def tensor_type(self) -> TensorType:
-        self.expect("[")
-        self.expect("(")
-        dims = self.attr_list(")", self.dim)
-        self.expect(",")
-        text, offset = self.expect_kind(lx.IDENT, "a dtype such as float32")
-        self.expect("]")
-        return self.dtype_type(text, offset, dims)
-
-    def dim(self) -> Any:
-        kind, text, offset = self.take()
-        if text == "?":
-            return AnyDim()
-        if kind == lx.NUMBER and text.isdigit():
-            return int(text)
-        raise self.error(f"expected a dimension (an integer or ?), got {text!r}", offset)
-
-    def dtype_type(self, dtype: str, offset: int, dims: Sequence[Any]) -> TensorType:
-        try:
-            return TensorType(dims, dtype)
-        except TypeError as err:
-            raise self.error(f"invalid dtype {dtype!r}: {err}", offset) from None
-
 
 def _punct_atom(parser: _Parser, text: str, offset: int) -> Expr:
     if text == "(":
@@ -486,7 +408,6 @@ _KEYWORD_ATOMS: dict[str, Any] = {
     "True": _Parser.boolean, "False": _Parser.boolean, "meta": _Parser.meta_ref,
     "fn": _Parser.function, "if": _Parser.if_expr,
 }
-_ATTR_WORDS: dict[str, Any] = {"True": True, "False": False, "None": None}
 
 
 # --- entry points -------------------------------------------------------------------------
