@@ -5,8 +5,10 @@ a new session that runs the whole pipeline and builds."""
 from __future__ import annotations
 
 import io
+import warnings
 from typing import Any
 
+import pytest
 from explorer_helpers import collect_until, start, subscribe, terminal
 from shared_models import symbolic_model
 
@@ -28,6 +30,7 @@ def test_the_upload_names_the_symbolic_dimensions(client):
     session = _upload(client)
     shapes = {t["name"]: t["shape"] for t in session["inputs"]}
     assert shapes == {"pixels": ["batch", 3, 8, 8], "bias": ["?"]}
+    assert session["outputs"][0]["shape"] == ["batch", 4, 8, 8]
 
 
 def test_a_build_of_a_symbolic_session_is_refused_at_start_naming_the_inputs(client, sock):
@@ -99,3 +102,36 @@ def test_bad_pins_name_the_problem(client):
     assert client.post("/api/sessions/missing/pin",
                        json={"input_shapes": {"x": [1]}}).status_code == 404
     assert len(client.get("/api/sessions").get_json()["sessions"]) == 1
+
+
+def test_a_torch_onnx_export_with_a_dynamic_batch_pins_and_builds(client, sock, tmp_path):
+    """The same flow on a file torch.onnx wrote (its dim_param is the dynamic_axes name; its
+    Reshape target is computed from the input's shape)."""
+    torch = pytest.importorskip("torch")
+
+    class Head(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
+
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            y = torch.relu(self.conv(x))
+            return self.fc(y.reshape(y.shape[0], -1))
+
+    torch.manual_seed(0)
+    path = tmp_path / "head.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Head().eval(), (torch.randn(2, 3, 6, 6),), str(path), dynamo=False,
+                          input_names=["pixels"], dynamic_axes={"pixels": {0: "batch"}})
+    resp = client.post("/api/sessions", data={"file": (io.BytesIO(path.read_bytes()), path.name)},
+                       content_type="multipart/form-data")
+    session = resp.get_json()["session"]
+    assert session["inputs"][0]["shape"] == ["batch", 3, 6, 6]
+    pinned = _pin(client, session["id"], {"pixels": [3, 3, 6, 6]}).get_json()["session"]
+    run_id = start(sock, pinned["id"], build=True)
+    subscribe(sock, run_id)
+    events = collect_until(sock, terminal, timeout=120)
+    assert events[-1]["type"] == "run_finished", events[-1]
+    assert "LowerTE" in [e["data"]["name"] for e in events if e["type"] == "pass_finished"]

@@ -406,4 +406,7 @@ class OnnxImporter:
                           for d in info.type.tensor_type.shape.dim)
         elem = info.type.tensor_type.elem_type
         dtype = dtype or (onnx_dtype(elem) if elem else "float32")
-        return res.tensor_entry(info.name, [-1 if d is None else d for d in shape], dtype)
+        symbols = [d.dim_param for d in info.type.tensor_type.shape.dim]
+        dims = [d if d is not None else (symbols[i] if i < len(symbols) else "?")
+                for i, d in enumerate(shape)]
+        return res.tensor_entry(info.name, dims, dtype)
