@@ -1,0 +1,440 @@
+"""Full-integer TFLite kernels (int8 / uint8 activations, and int16 activations with int8
+weights): QNN ops for the kernels, TFLite's own integer arithmetic around them.
+
+- CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, BATCH_MATMUL: `qnn.conv2d` / `qnn.dense` /
+  an int32 batch_matmul of zero-point-shifted operands, plus the int32 (int16x8: int64)
+  bias, rescaled by TFLite's fixed point (`fixed_point`) with the multiplier TFLite
+  computes in double, `input scale * weight scale[c] / output scale`.
+- ADD / SUB: TFLite's formula, not `qnn.add`'s (which requantizes each side to the output
+  and rounds once): both sides shifted left by 20 (int16: 15), each scaled by
+  `scale / (2 * max scale)`, summed, then scaled to the output, three roundings.
+- MUL, SQUARED_DIFFERENCE, QUANTIZE (int to int): their fixed-point formulas.
+- MEAN: TFLite's integer mean is computed in float (`QuantizedMeanOrSum`): the int32 sum,
+  divided by the count, times `input scale / output scale`, plus `0.5 - zp * scale`, and
+  rounded half away from zero (TFLite adds the half and rounds again).
+- LOGISTIC, TANH, HARD_SWISH, GELU and other element-wise functions of one quantized
+  tensor: a lookup table over every input value (256 for int8; 65536 for int16), as
+  TFLite's optimized int8 kernels use (built from float: `1 / (1 + exp(-x))` in float32);
+  HARD_SWISH's table is TFLite's fixed-point algorithm evaluated for every input.
+- SOFTMAX: dequantize, float softmax, quantize (TVM's fallback pattern): TFLite's int8
+  softmax uses its own exp table, so this may differ by 1 LSB.
+- Fused activations clamp in the quantized domain (TFLite's
+  `CalculateActivationRangeQuantized`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import engine.relay as relay
+from engine.ir.expr import Expr
+from engine.relay.frontend.tflite.context import OpContext, integer_converter
+from engine.relay.frontend.tflite.fixed_point import (
+    multiply_by_quantized,
+    multiply_by_quantized_int64,
+)
+from engine.relay.frontend.tflite.model import TensorRecord
+from engine.relay.qnn import op as qnn
+
+
+@dataclass(frozen=True)
+class QParams:
+    scale: np.ndarray  # float32, per tensor (size 1) or per axis
+    zero_point: np.ndarray  # int64
+    axis: int
+    dtype: str
+
+    @property
+    def s(self) -> float:
+        return float(self.scale.reshape(-1)[0])
+
+    @property
+    def zp(self) -> int:
+        return int(self.zero_point.reshape(-1)[0])
+
+    @property
+    def limits(self) -> tuple[int, int]:
+        info = np.iinfo(self.dtype)
+        return int(info.min), int(info.max)
+
+
+def qparams(ctx: OpContext, tensor: TensorRecord) -> QParams:
+    if tensor.quant is None:
+        raise ctx.fail(f"{tensor.dtype} tensor {tensor.name!r} has no quantization parameters")
+    return QParams(tensor.quant.scale.astype("float32"),
+                   tensor.quant.zero_point.astype("int64"), tensor.quant.axis, tensor.dtype)
+
+
+def _i32(value: int | np.ndarray) -> Expr:
+    return relay.const(np.asarray(value, "int32"))
+
+
+def _f32(value: float | np.floating | np.ndarray) -> Expr:
+    return relay.const(np.asarray(value, "float32"))
+
+
+def activation_range(ctx: OpContext, out: QParams) -> tuple[int, int]:
+    """CalculateActivationRangeQuantized: the fused activation's bounds in output steps."""
+    lo, hi = out.limits
+    code = int(ctx.option("FusedActivationFunction", 0))
+
+    def q(value: float) -> int:
+        return out.zp + int(_round_away(np.float32(value) / np.float32(out.s)))
+
+    bounds = {0: (lo, hi), 1: (max(lo, q(0.0)), hi), 2: (max(lo, q(-1.0)), min(hi, q(1.0))),
+              3: (max(lo, q(0.0)), min(hi, q(6.0)))}
+    if code not in bounds:
+        raise ctx.fail(f"fused activation {code} on a quantized output is not supported")
+    return bounds[code]
+
+
+def _round_away(x: np.ndarray | np.floating | float) -> np.ndarray:
+    x = np.asarray(x)
+    return np.trunc(x + np.copysign(np.asarray(0.5, x.dtype), x))
+
+
+def finish(ctx: OpContext, scaled: Expr, out: QParams) -> Expr:
+    """+ output zero point, clamp to the fused activation's range, to the output dtype."""
+    lo, hi = activation_range(ctx, out)
+    shifted = relay.add(scaled, relay.const(np.asarray(out.zp, "int64")))
+    return relay.cast(relay.clip(shifted, float(lo), float(hi)), out.dtype)
+
+
+def _wide(dtype: str) -> bool:
+    return dtype == "int16"
+
+
+def rescale(acc: Expr, real: np.ndarray, wide: bool) -> Expr:
+    return multiply_by_quantized_int64(acc, real) if wide else multiply_by_quantized(acc, real)
+
+
+# --- kernels ------------------------------------------------------------------------
+def _weight_params(ctx: OpContext, index: int = 1) -> tuple[QParams, Expr, Expr]:
+    """The weight's parameters, its zero point (int32) and scale (float32) as qnn operands."""
+    wq = qparams(ctx, ctx.tensor(index))
+    zero = _i32(wq.zero_point) if wq.zero_point.size > 1 and wq.zero_point.any() else \
+        _i32(wq.zp)
+    scale = _f32(wq.scale) if wq.scale.size > 1 else _f32(wq.s)
+    return wq, zero, scale
+
+
+def _bias_and_rescale(ctx: OpContext, acc: Expr, xq: QParams, wq: QParams) -> Expr:
+    out = qparams(ctx, ctx.out_tensor())
+    wide = _wide(xq.dtype)
+    if ctx.has(2):
+        bias = ctx.input(2)
+        acc = relay.add(acc, relay.cast(bias, "int64" if wide else "int32"))
+    real = (np.float64(xq.s) * wq.scale.astype("float64")) / np.float64(out.s)
+    return finish(ctx, rescale(acc, real, wide), out)
+
+
+def _kernel_const(ctx: OpContext, data: np.ndarray) -> Expr:
+    expr = ctx.input(1)
+    return relay.const(np.ascontiguousarray(data), span=expr.span)
+
+
+def _conv(ctx: OpContext, weight: np.ndarray, groups: int, channels: int, layout: str
+          ) -> Expr:
+    from engine.relay.frontend.tflite.nn import _dilation, _strides, window_padding
+
+    xq = qparams(ctx, ctx.tensor(0))
+    wq, w_zero, w_scale = _weight_params(ctx)
+    kernel = weight.shape[:2]
+    strides, dilation = _strides(ctx), _dilation(ctx)
+    acc = qnn.conv2d(ctx.input(0), _kernel_const(ctx, weight), _i32(xq.zp), w_zero,
+                     _f32(xq.s), w_scale, kernel_size=kernel, channels=channels,
+                     strides=strides, padding=window_padding(ctx, kernel, strides, dilation),
+                     dilation=dilation, groups=groups, data_layout="NHWC",
+                     kernel_layout=layout, out_dtype="int64" if _wide(xq.dtype) else "int32")
+    return _bias_and_rescale(ctx, acc, xq, wq)
+
+
+@integer_converter("CONV_2D")
+def conv2d(ctx: OpContext) -> Expr:
+    out_c, _, _, in_c = ctx.tensor(1).shape
+    weight = ctx.value(1).transpose(1, 2, 3, 0)
+    return _conv(ctx, weight, ctx.shape(0)[3] // in_c, out_c, "HWIO")
+
+
+@integer_converter("DEPTHWISE_CONV_2D")
+def depthwise_conv2d(ctx: OpContext) -> Expr:
+    _, kh, kw, total = ctx.tensor(1).shape
+    in_c = ctx.shape(0)[3]
+    weight = ctx.value(1).reshape(kh, kw, in_c, total // in_c)
+    return _conv(ctx, weight, in_c, total, "HWOI")
+
+
+@integer_converter("FULLY_CONNECTED")
+def fully_connected(ctx: OpContext) -> Expr:
+    units, in_dim = ctx.tensor(1).shape
+    in_shape = ctx.shape(0)
+    x = ctx.input(0)
+    if len(in_shape) != 2 or in_shape[1] != in_dim:
+        x = relay.reshape(x, newshape=[-1, in_dim])
+    xq = qparams(ctx, ctx.tensor(0))
+    wq, w_zero, w_scale = _weight_params(ctx)
+    acc = qnn.dense(x, ctx.input(1), _i32(xq.zp), w_zero, _f32(xq.s), w_scale, units=units,
+                    out_dtype="int64" if _wide(xq.dtype) else "int32")
+    out = _bias_and_rescale(ctx, acc, xq, wq)
+    if ctx.option("KeepNumDims", False) and len(ctx.out_tensor().shape) != 2:
+        out = relay.reshape(out, newshape=[*in_shape[:-1], units])
+    return out
+
+
+def _shifted(ctx: OpContext, index: int, dtype: str = "int32") -> tuple[Expr, QParams]:
+    q = qparams(ctx, ctx.tensor(index))
+    x = relay.cast(ctx.input(index), dtype)
+    return (relay.subtract(x, relay.const(np.asarray(q.zp, dtype))) if q.zp else x), q
+
+
+@integer_converter("BATCH_MATMUL")
+def batch_matmul(ctx: OpContext) -> Expr:
+    from engine.relay.frontend.tflite.nn import _batched
+
+    a, aq = _shifted(ctx, 0)
+    b, bq = _shifted(ctx, 1)
+    a_shape, b_shape = ctx.shape(0), ctx.shape(1)
+    adj_x, adj_y = bool(ctx.option("AdjX", False)), bool(ctx.option("AdjY", False))
+    batch = tuple(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]))
+    acc = relay.nn.batch_matmul(_batched(a, a_shape, batch), _batched(b, b_shape, batch),
+                                out_dtype="int64" if _wide(aq.dtype) else "int32",
+                                transpose_a=adj_x, transpose_b=adj_y)
+    out = qparams(ctx, ctx.out_tensor())
+    real = np.float64(aq.s) * np.float64(bq.s) / np.float64(out.s)
+    result = finish(ctx, rescale(acc, np.asarray(real), _wide(aq.dtype)), out)
+    rows = a_shape[-1] if adj_x else a_shape[-2]
+    cols = b_shape[-2] if adj_y else b_shape[-1]
+    return result if len(batch) == 1 else relay.reshape(result, newshape=[*batch, rows, cols])
+
+
+# --- element-wise arithmetic ----------------------------------------------------------
+def _scaled_sides(ctx: OpContext, left_shift: int) -> tuple[Expr, Expr, float]:
+    """Both inputs shifted left and scaled by scale / (2 * max scale) (ADD, SUB and
+    SQUARED_DIFFERENCE prepare their inputs alike)."""
+    (x1, q1), (x2, q2) = _shifted(ctx, 0, "int64"), _shifted(ctx, 1, "int64")
+    twice_max = 2.0 * max(float(q1.s), float(q2.s))
+    shift = relay.const(np.asarray(left_shift, "int64"))
+    sides = [multiply_by_quantized(relay.left_shift(x, shift), np.asarray(float(q.s) / twice_max))
+             for x, q in ((x1, q1), (x2, q2))]
+    return sides[0], sides[1], twice_max
+
+
+@integer_converter("ADD", "SUB")
+def add_sub(ctx: OpContext) -> Expr:
+    out = qparams(ctx, ctx.out_tensor())
+    left_shift = 15 if _wide(out.dtype) else 20
+    a, b, twice_max = _scaled_sides(ctx, left_shift)
+    total = relay.add(a, b) if ctx.op.op_type == "ADD" else relay.subtract(a, b)
+    real = twice_max / ((1 << left_shift) * float(out.s))
+    return finish(ctx, multiply_by_quantized(total, np.asarray(real)), out)
+
+
+@integer_converter("SQUARED_DIFFERENCE")
+def squared_difference(ctx: OpContext) -> Expr:
+    out = qparams(ctx, ctx.out_tensor())
+    a, b, twice_max = _scaled_sides(ctx, 7)
+    diff = relay.subtract(a, b)
+    real = twice_max * twice_max / ((1 << 14) * float(out.s))
+    return finish(ctx, multiply_by_quantized(relay.multiply(diff, diff), np.asarray(real)), out)
+
+
+@integer_converter("MUL")
+def mul(ctx: OpContext) -> Expr:
+    (x1, q1), (x2, q2) = _shifted(ctx, 0, "int64"), _shifted(ctx, 1, "int64")
+    out = qparams(ctx, ctx.out_tensor())
+    real = np.float64(q1.s) * np.float64(q2.s) / np.float64(out.s)
+    return finish(ctx, multiply_by_quantized(relay.multiply(x1, x2), np.asarray(real)), out)
+
+
+@integer_converter("QUANTIZE")
+def requantize(ctx: OpContext) -> Expr:
+    """int -> int (e.g. a uint8 model input to the int8 kernels): Requantize, the
+    multiplier `input scale / output scale` in double (float -> int is the float
+    converter's: the input is not quantized)."""
+    x, xq = _shifted(ctx, 0, "int64")
+    out = qparams(ctx, ctx.out_tensor())
+    real = np.float64(xq.s) / np.float64(out.s)
+    lo, hi = out.limits
+    shifted = relay.add(multiply_by_quantized(x, np.asarray(real)),
+                        relay.const(np.asarray(out.zp, "int64")))
+    return relay.cast(relay.clip(shifted, float(lo), float(hi)), out.dtype)
+
+
+# --- reductions and windows -------------------------------------------------------------
+@integer_converter("MEAN")
+def mean(ctx: OpContext) -> Expr:
+    """The int32 sum less count * zero point, times `input scale / (count * output scale)`
+    in TFLite's fixed point. TFLite 2.21's own integer mean rounds differently: this is
+    within 1 LSB of it (about 4 % of MobileNetV2's pooled values are 1 LSB off)."""
+    xq, out = qparams(ctx, ctx.tensor(0)), qparams(ctx, ctx.out_tensor())
+    shape = ctx.shape(0)
+    axes = sorted({a % len(shape) for a in ctx.ints(1)})
+    count = int(np.prod([shape[a] for a in axes]))
+    total = relay.sum(relay.cast(ctx.input(0), "int64"), axis=axes,
+                      keepdims=bool(ctx.option("KeepDims", False)))
+    if xq.zp:
+        total = relay.subtract(total, relay.const(np.asarray(xq.zp * count, "int64")))
+    real = np.float64(xq.s) / np.float64(out.s) / count
+    return finish(ctx, multiply_by_quantized(total, np.asarray(real)), out)
+
+
+def _window(ctx: OpContext) -> dict[str, Any]:
+    from engine.relay.frontend.tflite.nn import _strides, window_padding
+
+    kernel = int(ctx.options["FilterHeight"]), int(ctx.options["FilterWidth"])
+    strides = _strides(ctx)
+    return {"pool_size": kernel, "strides": strides, "layout": "NHWC",
+            "padding": window_padding(ctx, kernel, strides, (1, 1))}
+
+
+def _clamped(ctx: OpContext, x: Expr) -> Expr:
+    out = qparams(ctx, ctx.out_tensor())
+    lo, hi = activation_range(ctx, out)
+    if (lo, hi) == out.limits:
+        return x
+    return relay.clip(x, float(lo), float(hi))
+
+
+@integer_converter("MAX_POOL_2D")
+def max_pool(ctx: OpContext) -> Expr:
+    return _clamped(ctx, relay.nn.max_pool2d(ctx.input(0), **_window(ctx)))
+
+
+@integer_converter("AVERAGE_POOL_2D")
+def avg_pool(ctx: OpContext) -> Expr:
+    """The window's integer sum over its count, rounded half away from zero (exact in
+    float32: the quotient is never within an ulp of a tie it is not on)."""
+    from engine.relay.frontend.tflite.quantize import round_half_away
+
+    out = qparams(ctx, ctx.out_tensor())
+    mean_value = relay.nn.avg_pool2d(relay.cast(ctx.input(0), "float32"),
+                                     count_include_pad=False, **_window(ctx))
+    lo, hi = activation_range(ctx, out)
+    return relay.cast(relay.clip(round_half_away(mean_value), float(lo), float(hi)), out.dtype)
+
+
+@integer_converter("PAD", "PADV2")
+def pad(ctx: OpContext) -> Expr:
+    widths = [(int(b), int(e)) for b, e in ctx.value(1).reshape(-1, 2)]
+    fill = int(ctx.value(2).reshape(-1)[0]) if ctx.has(2) and len(ctx.op.inputs) > 2 else \
+        qparams(ctx, ctx.tensor(0)).zp
+    return relay.nn.pad(ctx.input(0), pad_width=widths, pad_value=float(fill))
+
+
+@integer_converter("CONCATENATION")
+def concatenation(ctx: OpContext) -> Expr:
+    out = qparams(ctx, ctx.out_tensor())
+    parts = []
+    for i in range(len(ctx.inputs)):
+        q = qparams(ctx, ctx.tensor(i))
+        same = q.s == out.s and q.zp == out.zp
+        parts.append(ctx.input(i) if same else _requantize_float(ctx.input(i), q, out))
+    return _clamped(ctx, relay.concatenate(parts, axis=int(ctx.option("Axis", 0))))
+
+
+def _requantize_float(x: Expr, q: QParams, out: QParams) -> Expr:
+    """TFLite's ConcatenationWithScaling: round(x * scale + bias) + zp in float."""
+    from engine.relay.frontend.tflite.quantize import round_half_away
+
+    scale = np.float32(q.s) * (np.float32(1.0) / np.float32(out.s))
+    bias = np.float32(-q.zp) * scale
+    value = relay.add(relay.multiply(relay.cast(x, "float32"), _f32(scale)), _f32(bias))
+    lo, hi = out.limits
+    rounded = relay.add(round_half_away(value), _f32(np.float32(out.zp)))
+    return relay.cast(relay.clip(rounded, float(lo), float(hi)), out.dtype)
+
+
+# --- lookup tables ----------------------------------------------------------------------
+def _all_values(dtype: str) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return np.arange(int(info.min), int(info.max) + 1, dtype="int64")
+
+
+def float_table(xq: QParams, out: QParams, fn: Callable[[np.ndarray], np.ndarray]
+                ) -> np.ndarray:
+    """TFLite's LUTPopulate: every input value dequantized in float32, transformed, scaled by
+    1 / output scale, rounded half away from zero, + zero point, clamped."""
+    values = _all_values(xq.dtype)
+    real = np.float32(xq.s) * (values - xq.zp).astype("float32")
+    transformed = fn(real).astype("float32")
+    rescaled = _round_away(transformed * (np.float32(1.0) / np.float32(out.s)))
+    lo, hi = out.limits
+    return np.clip(rescaled.astype("int64") + out.zp, lo, hi).astype(out.dtype)
+
+
+def lookup(ctx: OpContext, table: np.ndarray) -> Expr:
+    offset = -int(np.iinfo(ctx.tensor(0).dtype).min)
+    index = relay.cast(ctx.input(0), "int32")
+    if offset:
+        index = relay.add(index, _i32(offset))
+    return relay.take(relay.const(table), index, axis=0)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    one = np.float32(1.0)
+    return one / (one + np.exp(-x))
+
+
+def _gelu(approximate: bool) -> Callable[[np.ndarray], np.ndarray]:
+    def fn(x: np.ndarray) -> np.ndarray:
+        x64 = x.astype("float64")
+        if approximate:
+            inner = math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64 ** 3)
+            return (0.5 * x64 * (1 + np.tanh(inner))).astype("float32")
+        erf = np.vectorize(math.erf, otypes=["float64"])
+        return (0.5 * x64 * (1 + erf(x64 / math.sqrt(2)))).astype("float32")
+    return fn
+
+
+_FLOAT_FUNCTIONS: dict[str, Callable[[OpContext], Callable[[np.ndarray], np.ndarray]]] = {
+    "LOGISTIC": lambda ctx: _sigmoid,
+    "TANH": lambda ctx: np.tanh,
+    "RSQRT": lambda ctx: lambda x: np.float32(1.0) / np.sqrt(x),
+    "SQRT": lambda ctx: np.sqrt,
+    "EXP": lambda ctx: np.exp,
+    "ELU": lambda ctx: lambda x: np.where(x < 0, np.expm1(x), x),
+    "GELU": lambda ctx: _gelu(bool(ctx.option("Approximate", False))),
+    "LEAKY_RELU": lambda ctx: lambda x: np.where(
+        x < 0, x * np.float32(ctx.option("Alpha", 0.2)), x),
+    "RELU": lambda ctx: lambda x: np.maximum(x, np.float32(0)),
+    "RELU6": lambda ctx: lambda x: np.clip(x, np.float32(0), np.float32(6)),
+    "NEG": lambda ctx: np.negative,
+    "ABS": lambda ctx: np.abs,
+}
+
+
+@integer_converter(*_FLOAT_FUNCTIONS)
+def float_function(ctx: OpContext) -> Expr:
+    xq, out = qparams(ctx, ctx.tensor(0)), qparams(ctx, ctx.out_tensor())
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        table = float_table(xq, out, _FLOAT_FUNCTIONS[ctx.op.op_type](ctx))
+    return lookup(ctx, table)
+
+
+@integer_converter("HARD_SWISH")
+def hard_swish(ctx: OpContext) -> Expr:
+    from engine.relay.frontend.tflite.hard_swish import hard_swish_table
+
+    xq, out = qparams(ctx, ctx.tensor(0)), qparams(ctx, ctx.out_tensor())
+    return lookup(ctx, hard_swish_table(_all_values(xq.dtype), xq, out))
+
+
+@integer_converter("SOFTMAX")
+def softmax(ctx: OpContext) -> Expr:
+    from engine.relay.frontend.tflite.quantize import round_half_away
+
+    xq, out = qparams(ctx, ctx.tensor(0)), qparams(ctx, ctx.out_tensor())
+    x = qnn.dequantize(ctx.input(0), _f32(xq.s), _i32(xq.zp))
+    beta = float(ctx.option("Beta", 1.0))
+    if beta != 1.0:
+        x = relay.multiply(x, _f32(beta))
+    probs = relay.nn.softmax(x, axis=-1)
+    lo, hi = out.limits
+    q = relay.add(round_half_away(relay.divide(probs, _f32(out.s))), _f32(float(out.zp)))
+    return relay.cast(relay.clip(q, float(lo), float(hi)), out.dtype)
+
