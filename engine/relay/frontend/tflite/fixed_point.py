@@ -62,7 +62,11 @@ def rounding_shift(x: Expr, exponent: np.ndarray) -> Expr:
 def multiply_by_quantized(x: Expr, real: np.ndarray) -> Expr:
     """MultiplyByQuantizedMultiplier(x, QuantizeMultiplier(real)) on an int32 or int64
     tensor x, as int64; `real` is a scalar or broadcasts against x (per channel)."""
-    sig, shift = multipliers(real)
+    return multiply_by_fixed(x, *multipliers(real))
+
+
+def multiply_by_fixed(x: Expr, sig: np.ndarray, shift: np.ndarray) -> Expr:
+    """MultiplyByQuantizedMultiplier with a given (significand, shift)."""
     x = relay.cast(x, "int64")
     left = np.maximum(shift, 0)
     if left.any():
@@ -74,9 +78,22 @@ def multiply_by_quantized(x: Expr, real: np.ndarray) -> Expr:
 def multiply_by_quantized_int64(x: Expr, real: np.ndarray) -> Expr:
     """The int64-accumulator form (int16x8 kernels): the significand rounded to 16 bits,
     then one shift rounding half up."""
-    sig, shift = multipliers(real)
+    return multiply_by_fixed_int64(x, *multipliers(real))
+
+
+def multiply_by_fixed_int64(x: Expr, sig: np.ndarray, shift: np.ndarray) -> Expr:
     reduced = np.where(sig < 0x7FFF0000, (sig + (1 << 15)) >> 16, 0x7FFF)
     total = 15 - shift
     rounding = np.left_shift(np.int64(1), total - 1)
     scaled = relay.add(relay.multiply(relay.cast(x, "int64"), _i64(reduced)), _i64(rounding))
+    return relay.right_shift(scaled, _i64(total))
+
+
+def multiply_single_rounding(x: Expr, real: np.ndarray) -> Expr:
+    """The single-rounding form TFLite's per-channel FULLY_CONNECTED reference kernel uses:
+    `(x * significand + 2**(30 - shift)) >> (31 - shift)` in int64."""
+    sig, shift = multipliers(real)
+    total = 31 - shift
+    rounding = np.left_shift(np.int64(1), total - 1)
+    scaled = relay.add(relay.multiply(relay.cast(x, "int64"), _i64(sig)), _i64(rounding))
     return relay.right_shift(scaled, _i64(total))

@@ -4,7 +4,8 @@ weights): QNN ops for the kernels, TFLite's own integer arithmetic around them.
 - CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, BATCH_MATMUL: `qnn.conv2d` / `qnn.dense` /
   an int32 batch_matmul of zero-point-shifted operands, plus the int32 (int16x8: int64)
   bias, rescaled by TFLite's fixed point (`fixed_point`) with the multiplier TFLite
-  computes in double, `input scale * weight scale[c] / output scale`.
+  computes in double, `input scale * weight scale[c] / output scale` (per-channel
+  FULLY_CONNECTED rounds once, as its reference kernel does).
 - ADD / SUB: TFLite's formula, not `qnn.add`'s (which requantizes each side to the output
   and rounds once): both sides shifted left by 20 (int16: 15), each scaled by
   `scale / (2 * max scale)`, summed, then scaled to the output, three roundings.
@@ -35,8 +36,12 @@ import engine.relay as relay
 from engine.ir.expr import Expr
 from engine.relay.frontend.tflite.context import OpContext, integer_converter
 from engine.relay.frontend.tflite.fixed_point import (
+    multiply_by_fixed,
+    multiply_by_fixed_int64,
     multiply_by_quantized,
     multiply_by_quantized_int64,
+    multiply_single_rounding,
+    quantize_multiplier,
 )
 from engine.relay.frontend.tflite.model import TensorRecord
 from engine.relay.qnn import op as qnn
@@ -123,13 +128,16 @@ def _weight_params(ctx: OpContext, index: int = 1) -> tuple[QParams, Expr, Expr]
     return wq, zero, scale
 
 
-def _bias_and_rescale(ctx: OpContext, acc: Expr, xq: QParams, wq: QParams) -> Expr:
+def _bias_and_rescale(ctx: OpContext, acc: Expr, xq: QParams, wq: QParams,
+                      single_rounding: bool = False) -> Expr:
     out = qparams(ctx, ctx.out_tensor())
     wide = _wide(xq.dtype)
     if ctx.has(2):
         bias = ctx.input(2)
         acc = relay.add(acc, relay.cast(bias, "int64" if wide else "int32"))
     real = (np.float64(xq.s) * wq.scale.astype("float64")) / np.float64(out.s)
+    if single_rounding and not wide:
+        return finish(ctx, multiply_single_rounding(acc, real), out)
     return finish(ctx, rescale(acc, real, wide), out)
 
 
@@ -180,7 +188,7 @@ def fully_connected(ctx: OpContext) -> Expr:
     wq, w_zero, w_scale = _weight_params(ctx)
     acc = qnn.dense(x, ctx.input(1), _i32(xq.zp), w_zero, _f32(xq.s), w_scale, units=units,
                     out_dtype="int64" if _wide(xq.dtype) else "int32")
-    out = _bias_and_rescale(ctx, acc, xq, wq)
+    out = _bias_and_rescale(ctx, acc, xq, wq, single_rounding=wq.scale.size > 1)
     if ctx.option("KeepNumDims", False) and len(ctx.out_tensor().shape) != 2:
         out = relay.reshape(out, newshape=[*in_shape[:-1], units])
     return out
@@ -268,9 +276,10 @@ def requantize(ctx: OpContext) -> Expr:
 # --- reductions and windows -------------------------------------------------------------
 @integer_converter("MEAN")
 def mean(ctx: OpContext) -> Expr:
-    """The int32 sum less count * zero point, times `input scale / (count * output scale)`
-    in TFLite's fixed point. TFLite 2.21's own integer mean rounds differently: this is
-    within 1 LSB of it (about 4 % of MobileNetV2's pooled values are 1 LSB off)."""
+    """TFLite's QuantizedMeanOrSum: the sum less count * zero point, rescaled by the
+    `input scale / output scale` multiplier with 1 / count folded into it in integers
+    (the significand shifted left by floor(log2(count)), at most 32, and divided by the
+    count, truncating)."""
     xq, out = qparams(ctx, ctx.tensor(0)), qparams(ctx, ctx.out_tensor())
     shape = ctx.shape(0)
     axes = sorted({a % len(shape) for a in ctx.ints(1)})
@@ -279,8 +288,11 @@ def mean(ctx: OpContext) -> Expr:
                       keepdims=bool(ctx.option("KeepDims", False)))
     if xq.zp:
         total = relay.subtract(total, relay.const(np.asarray(xq.zp * count, "int64")))
-    real = np.float64(xq.s) / np.float64(out.s) / count
-    return finish(ctx, multiply_by_quantized(total, np.asarray(real)), out)
+    sig, shift = quantize_multiplier(float(np.float64(xq.s) / np.float64(out.s)))
+    fold = min(count.bit_length() - 1, 32, 31 + shift)
+    sig, shift = (sig << fold) // count, shift - fold
+    scale = multiply_by_fixed_int64 if _wide(xq.dtype) else multiply_by_fixed
+    return finish(ctx, scale(total, np.asarray(sig), np.asarray(shift)), out)
 
 
 def _window(ctx: OpContext) -> dict[str, Any]:
