@@ -136,7 +136,7 @@ def _bias_and_rescale(ctx: OpContext, acc: Expr, xq: QParams, wq: QParams,
         bias = ctx.input(2)
         acc = relay.add(acc, relay.cast(bias, "int64" if wide else "int32"))
     real = (np.float64(xq.s) * wq.scale.astype("float64")) / np.float64(out.s)
-    if single_rounding and not wide:
+    if single_rounding:
         return finish(ctx, multiply_single_rounding(acc, real), out)
     return finish(ctx, rescale(acc, real, wide), out)
 
@@ -279,7 +279,7 @@ def mean(ctx: OpContext) -> Expr:
     """TFLite's QuantizedMeanOrSum: the sum less count * zero point, rescaled by the
     `input scale / output scale` multiplier with 1 / count folded into it in integers
     (the significand shifted left by floor(log2(count)), at most 32, and divided by the
-    count, truncating)."""
+    count, truncating); the sum is int32 for int16 inputs too."""
     xq, out = qparams(ctx, ctx.tensor(0)), qparams(ctx, ctx.out_tensor())
     shape = ctx.shape(0)
     axes = sorted({a % len(shape) for a in ctx.ints(1)})
@@ -291,8 +291,7 @@ def mean(ctx: OpContext) -> Expr:
     sig, shift = quantize_multiplier(float(np.float64(xq.s) / np.float64(out.s)))
     fold = min(count.bit_length() - 1, 32, 31 + shift)
     sig, shift = (sig << fold) // count, shift - fold
-    scale = multiply_by_fixed_int64 if _wide(xq.dtype) else multiply_by_fixed
-    return finish(ctx, scale(total, np.asarray(sig), np.asarray(shift)), out)
+    return finish(ctx, multiply_by_fixed(total, np.asarray(sig), np.asarray(shift)), out)
 
 
 def _window(ctx: OpContext) -> dict[str, Any]:
