@@ -31,8 +31,14 @@ from engine.ir.expr import Call, Constant, Expr, Function
 from engine.ir.module import IRModule
 from engine.ir.op import Op
 from engine.relay.op.op import make_call
-from engine.relay.qnn.fixed_point import dtype_range, fixed_point, rounding_mode
-from engine.relay.qnn.op.qnn import along, kernel_out_axis
+from engine.relay.qnn.fixed_point import (
+    dtype_range,
+    fixed_point,
+    float_multiplier,
+    rounding_mode,
+    tflite_fixed_point,
+)
+from engine.relay.qnn.op.qnn import along, compute_dtype_of, kernel_out_axis
 from engine.relay.transform._rewrite import (
     CallRewriter,
     Rewrite,
@@ -108,11 +114,46 @@ def fixed_point_multiply(x: Expr, in_scale: np.ndarray, out_scale: np.ndarray, n
     return relay.right_shift(relay.add(x, bit), const(fp.right_shift, "int64"))
 
 
+def tflite_multiply(x: Expr, in_scale: np.ndarray, out_scale: np.ndarray, ndim: int,
+                    axis: int) -> Expr:
+    """int64 TFLite MultiplyByQuantizedMultiplier (see `tflite_fixed_point`)."""
+    fp = tflite_fixed_point(along(in_scale, ndim, axis), along(out_scale, ndim, axis))
+    if np.any(fp.left_shift):
+        x = relay.left_shift(x, const(fp.left_shift, "int64"))
+    product = relay.multiply(x, const(fp.significand, "int64"))
+    x = relay.right_shift(relay.add(product, const(fp.high_rounding, "int64")),
+                          const(31, "int64"))
+    if not np.any(fp.right_shift):
+        return x
+    nonneg = relay.greater_equal(x, const(0, "int64"))
+    bit = relay.where(nonneg, const(fp.half, "int64"), const(fp.half_below, "int64"))
+    return relay.right_shift(relay.add(x, bit), const(fp.right_shift, "int64"))
+
+
+def float_multiply(x: Expr, in_scale: np.ndarray, out_scale: np.ndarray, ndim: int,
+                   axis: int) -> Expr:
+    """onnxruntime's float32 requantize multiply, rounded half to even, as int64."""
+    multiplier = float_multiplier(along(in_scale, ndim, axis), along(out_scale, ndim, axis))
+    product = relay.multiply(relay.cast(x, "float32"), const(multiplier, "float32"))
+    return relay.cast(relay.round(product), "int64")
+
+
+def scale_multiply(x: Expr, scales: tuple[np.ndarray, np.ndarray], ndim: int, axis: int,
+                   rounding: str, compute_dtype: str = "int64") -> Expr:
+    """`x * in_scale / out_scale` as the requantize mode computes it."""
+    if compute_dtype == "float32":
+        return float_multiply(x, scales[0], scales[1], ndim, axis)
+    if rounding == "TFLITE":
+        return tflite_multiply(x, scales[0], scales[1], ndim, axis)
+    return fixed_point_multiply(x, scales[0], scales[1], ndim, axis, rounding)
+
+
 def lower_requantize(data: Expr, pre: Call, in_zp: Expr, out_zp: Expr,
                      scales: tuple[np.ndarray, np.ndarray], ndim: int, axis: int,
-                     rounding: str, out_dtype: str, zp_index: tuple[int, int]) -> Expr:
+                     rounding: str, out_dtype: str, zp_index: tuple[int, int],
+                     compute_dtype: str = "int64") -> Expr:
     x = minus_zero_point(data, param_along(in_zp, pre.args[zp_index[0]], ndim, axis), "int64")
-    x = fixed_point_multiply(x, scales[0], scales[1], ndim, axis, rounding)
+    x = scale_multiply(x, scales, ndim, axis, rounding, compute_dtype)
     out = param_along(out_zp, pre.args[zp_index[1]], ndim, axis)
     if not is_zero(out_zp):
         x = relay.add(x, relay.cast(out, "int64"))
@@ -151,7 +192,8 @@ def canonicalize_requantize(pre: Call, post: Call) -> Expr:
     scales = (constant_value(post, 1), constant_value(post, 3))
     return lower_requantize(data, pre, in_zp, out_zp, scales, ndim_of(pre.args[0]),
                             int(post.attrs.axis), rounding_mode(post.attrs.get("rounding")),
-                            post.attrs.out_dtype, (2, 4))
+                            post.attrs.out_dtype, (2, 4),
+                            compute_dtype_of(post.attrs.get("compute_dtype")))
 
 
 def integer_operands(pre: Call, post: Call, out_axis: int) -> tuple[Expr, Expr]:
