@@ -1,5 +1,6 @@
-"""QNN ops (TVM's `relay.qnn.op`); importing registers them."""
+"""QNN ops (TVM's `relay.qnn.op`); importing registers them and their canonical forms."""
 
+from engine.relay.qnn.op import canonical as canonical
 from engine.relay.qnn.op.convention import *  # noqa: F403
 from engine.relay.qnn.op.convention import __all__ as _convention_all
 from engine.relay.qnn.op.qnn import *  # noqa: F403
