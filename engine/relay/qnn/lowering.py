@@ -149,7 +149,8 @@ def ndim_of(expr: Expr) -> int:
     return ty.ndim
 
 
-def pre_dtype(pre: Call) -> str:
+def pre_dtype(pre: Expr) -> str:
+    """The dtype of a typed expression (the call before rewriting, or an operand)."""
     ty = tensor_type(pre)
     if ty is None:
         raise QnnCanonicalizeError(f"qnn.transform.CanonicalizeOps: {op_name(pre)} is untyped")
@@ -177,3 +178,14 @@ def register_canonicalize(name: str) -> Callable[[Callable[[Call, Call], Expr]],
 
 def canonicalize_rule(op: Op) -> Rewrite | None:
     return op.get_attr(CANONICALIZE_ATTR) if op.has_attr(CANONICALIZE_ATTR) else None
+
+
+def requantize_tensor(data: Expr, in_zp: Expr, out_zp: Expr, in_scale: np.ndarray,
+                      out_scale: np.ndarray, ndim: int, out_dtype: str,
+                      rounding: str = "UPWARD") -> Expr:
+    """A per-tensor requantize in integer ops (TVM's fixed point, UPWARD by default)."""
+    x = minus_zero_point(data, in_zp, "int64")
+    x = scale_multiply(x, (in_scale, out_scale), ndim, -1, rounding)
+    if not is_zero(out_zp):
+        x = relay.add(x, relay.cast(out_zp, "int64"))
+    return saturate(x, out_dtype)

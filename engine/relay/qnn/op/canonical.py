@@ -87,8 +87,8 @@ def canonicalize_dense(pre: Call, post: Call) -> Expr:
     return relay.nn.dense(x, w, post.attrs.get("units"), post.attrs.get("out_dtype") or "int32")
 
 
-@register_canonicalize("qnn.add")
-def canonicalize_add(pre: Call, post: Call) -> Expr:
+def requantized_sides(pre: Call, post: Call) -> tuple[Expr, Expr]:
+    """lhs and rhs requantized to the output parameters (UPWARD, int32 range), as int64."""
     lhs, rhs, _, lz, _, rz, _, oz = post.args
     out_scale = constant_value(post, 6)
     sides = []
@@ -98,7 +98,20 @@ def canonicalize_add(pre: Call, post: Call) -> Expr:
         requantized = lower_requantize(arg, pre, zp, oz, scales, ndim_of(pre.args[side]),
                                        int(axis), "UPWARD", "int32", (3 + 2 * side, 7))
         sides.append(relay.cast(requantized, "int64"))
-    total = relay.subtract(relay.add(sides[0], sides[1]), relay.cast(oz, "int64"))
+    return sides[0], sides[1]
+
+
+@register_canonicalize("qnn.add")
+def canonicalize_add(pre: Call, post: Call) -> Expr:
+    a, b = requantized_sides(pre, post)
+    total = relay.subtract(relay.add(a, b), relay.cast(post.args[7], "int64"))
+    return saturate(total, pre_dtype(pre))
+
+
+@register_canonicalize("qnn.subtract")
+def canonicalize_subtract(pre: Call, post: Call) -> Expr:
+    a, b = requantized_sides(pre, post)
+    total = relay.add(relay.subtract(a, b), relay.cast(post.args[7], "int64"))
     return saturate(total, pre_dtype(pre))
 
 

@@ -83,6 +83,16 @@ def check_qparam(arg_types: Sequence[Type], index: int, dtype: str, channels: Di
     check_dim(ty.shape[0], channels, index, f"{what} length (the axis size)", ty)
 
 
+def check_unary_qparams(arg_types: Sequence[Type], dtypes: Sequence[str]) -> TensorType:
+    """(data, in_scale, in_zp, out_scale, out_zp), all per tensor: the data's type."""
+    check_arity(arg_types, 5)
+    data = tensor_arg(arg_types, 0)
+    check_in(data, 0, dtypes, "the input")
+    for index in range(1, 5):
+        check_qparam(arg_types, index, "float32" if index % 2 else "int32", None)
+    return data
+
+
 def axis_dim(ty: TensorType, axis: int, index: int = 0) -> Dim | None:
     if ty.ndim == 0:
         return None
@@ -358,13 +368,27 @@ def binary_params(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
             along(rz, nr, ra), np.asarray(os), np.asarray(oz))
 
 
-def _qnn_add_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
-    """TVM: requantize both sides to the output parameters (int32), add, take one output
-    zero point off, saturate."""
+def _requantized_sides(xs: list[np.ndarray], attrs: Attrs
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Both sides requantized to the output parameters (UPWARD, int32 range), as int64."""
     lhs, rhs, ls, lz, rs, rz, os, oz = binary_params(xs, attrs)
     a = requantize_values(lhs, ls, lz, os, oz, -1, "UPWARD", "int32").astype("int64")
     b = requantize_values(rhs, rs, rz, os, oz, -1, "UPWARD", "int32").astype("int64")
-    return saturate(a + b - oz.astype("int64"), lhs.dtype.name)
+    return a, b, oz.astype("int64")
+
+
+def _qnn_add_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    """TVM: requantize both sides to the output parameters (int32), add, take one output
+    zero point off, saturate."""
+    a, b, oz = _requantized_sides(xs, attrs)
+    return saturate(a + b - oz, xs[0].dtype.name)
+
+
+def _qnn_subtract_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    """TVM: requantize both sides to the output parameters (int32), subtract, put one
+    output zero point back, saturate."""
+    a, b, oz = _requantized_sides(xs, attrs)
+    return saturate(a - b + oz, xs[0].dtype.name)
 
 
 def _qnn_mul_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
@@ -378,6 +402,8 @@ def _qnn_mul_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
 
 
 define_op("qnn.add", BINARY_ARGS, _qnn_binary_rel, BROADCAST, _qnn_add_compute,
+          attrs_type_key=BROADCAST_KEY)
+define_op("qnn.subtract", BINARY_ARGS, _qnn_binary_rel, BROADCAST, _qnn_subtract_compute,
           attrs_type_key=BROADCAST_KEY)
 define_op("qnn.mul", BINARY_ARGS, _qnn_binary_rel, BROADCAST, _qnn_mul_compute,
           attrs_type_key=BROADCAST_KEY)
@@ -397,6 +423,7 @@ def _binary_ctor(name: str) -> Any:
 
 
 add = _binary_ctor("add")
+subtract = _binary_ctor("subtract")
 mul = _binary_ctor("mul")
 
-__all__ = ["add", "conv2d", "dense", "dequantize", "mul", "quantize", "requantize"]
+__all__ = ["add", "conv2d", "dense", "dequantize", "mul", "quantize", "requantize", "subtract"]
