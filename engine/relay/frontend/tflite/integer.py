@@ -37,7 +37,6 @@ from engine.ir.expr import Expr
 from engine.relay.frontend.tflite.context import OpContext, integer_converter
 from engine.relay.frontend.tflite.fixed_point import (
     multiply_by_fixed,
-    multiply_by_fixed_int64,
     multiply_by_quantized,
     multiply_by_quantized_int64,
     multiply_single_rounding,
@@ -114,10 +113,6 @@ def _wide(dtype: str) -> bool:
     return dtype == "int16"
 
 
-def rescale(acc: Expr, real: np.ndarray, wide: bool) -> Expr:
-    return multiply_by_quantized_int64(acc, real) if wide else multiply_by_quantized(acc, real)
-
-
 # --- kernels ------------------------------------------------------------------------
 def _weight_params(ctx: OpContext, index: int = 1) -> tuple[QParams, Expr, Expr]:
     """The weight's parameters, its zero point (int32) and scale (float32) as qnn operands."""
@@ -135,10 +130,21 @@ def _bias_and_rescale(ctx: OpContext, acc: Expr, xq: QParams, wq: QParams,
     if ctx.has(2):
         bias = ctx.input(2)
         acc = relay.add(acc, relay.cast(bias, "int64" if wide else "int32"))
-    real = (np.float64(xq.s) * wq.scale.astype("float64")) / np.float64(out.s)
+    product = np.float64(xq.s) * wq.scale.astype("float64")  # exact: two float32 scales
     if single_rounding:
-        return finish(ctx, multiply_single_rounding(acc, real), out)
-    return finish(ctx, rescale(acc, real, wide), out)
+        return finish(ctx, multiply_single_rounding(acc, product / np.float64(out.s)), out)
+    if wide:
+        return finish(ctx, multiply_by_quantized_int64(acc, product / np.float64(out.s)), out)
+    return requantized(ctx, acc, product, out)
+
+
+def requantized(ctx: OpContext, acc: Expr, in_scale: np.ndarray, out: QParams) -> Expr:
+    """`qnn.requantize` with TFLite's rounding from the int32 accumulator's (float64)
+    scale, per channel along the last axis, then the fused activation's clamp."""
+    scale = relay.const(in_scale if in_scale.size > 1 else in_scale.reshape(()))
+    q = qnn.requantize(acc, scale, _i32(0), _f32(out.s), _i32(out.zp), axis=-1,
+                       rounding="TFLITE", out_dtype=out.dtype)
+    return _clamped(ctx, q)
 
 
 def _kernel_const(ctx: OpContext, data: np.ndarray) -> Expr:
@@ -213,8 +219,9 @@ def batch_matmul(ctx: OpContext) -> Expr:
                                 out_dtype="int64" if _wide(aq.dtype) else "int32",
                                 transpose_a=adj_x, transpose_b=adj_y)
     out = qparams(ctx, ctx.out_tensor())
-    real = np.float64(aq.s) * np.float64(bq.s) / np.float64(out.s)
-    result = finish(ctx, rescale(acc, np.asarray(real), _wide(aq.dtype)), out)
+    product = np.asarray(np.float64(aq.s) * np.float64(bq.s))
+    result = finish(ctx, multiply_by_quantized_int64(acc, product / np.float64(out.s)), out) \
+        if _wide(aq.dtype) else requantized(ctx, acc, product, out)
     rows = a_shape[-1] if adj_x else a_shape[-2]
     cols = b_shape[-2] if adj_y else b_shape[-1]
     return result if len(batch) == 1 else relay.reshape(result, newshape=[*batch, rows, cols])
@@ -264,13 +271,9 @@ def requantize(ctx: OpContext) -> Expr:
     """int -> int (e.g. a uint8 model input to the int8 kernels): Requantize, the
     multiplier `input scale / output scale` in double (float -> int is the float
     converter's: the input is not quantized)."""
-    x, xq = _shifted(ctx, 0, "int64")
-    out = qparams(ctx, ctx.out_tensor())
-    real = np.float64(xq.s) / np.float64(out.s)
-    lo, hi = out.limits
-    shifted = relay.add(multiply_by_quantized(x, np.asarray(real)),
-                        relay.const(np.asarray(out.zp, "int64")))
-    return relay.cast(relay.clip(shifted, float(lo), float(hi)), out.dtype)
+    xq, out = qparams(ctx, ctx.tensor(0)), qparams(ctx, ctx.out_tensor())
+    return qnn.requantize(ctx.input(0), relay.const(np.asarray(xq.s, "float64")), _i32(xq.zp),
+                          _f32(out.s), _i32(out.zp), rounding="TFLITE", out_dtype=out.dtype)
 
 
 # --- reductions and windows -------------------------------------------------------------
