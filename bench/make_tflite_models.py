@@ -7,7 +7,7 @@ randomised too, so no layer is an identity), at a small input size, and converte
 ways: float32, float16 weights, dynamic-range ("hybrid": int8 weights, float activations),
 full-integer (`int8`: int8 kernels, float input and output; `uint8io`: the same kernels
 with a uint8 input and output, `inference_input_type`), and `int16x8` (int16 activations,
-int8 weights). The integer ones are calibrated on a seeded representative dataset (eight
+int8 weights; float kernels where TFLite has no 16x8 one, as for MobileNetV3's HARD_SWISH). The integer ones are calibrated on a seeded representative dataset (eight
 scaled copies of the example input). The batch dimension is left
 dynamic, as `from_keras_model` leaves it, so the files carry the SHAPE / STRIDED_SLICE /
 PACK arithmetic real conversions carry.
@@ -145,9 +145,11 @@ def convert(model: keras.Model, variant: str, sample: np.ndarray) -> bytes:
         converter.target_spec.supported_types = [tf.float16]
     if variant in INTEGER_VARIANTS:
         converter.representative_dataset = _representative(sample)
+        # 16x8 falls back to float kernels where TFLite has no 16x8 one (HARD_SWISH)
         converter.target_spec.supported_ops = [
-            tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
-            if variant == "int16x8" else tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8,
+            tf.lite.OpsSet.TFLITE_BUILTINS] if variant == "int16x8" else [
+            tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     if variant == "uint8io":
         converter.inference_input_type = tf.uint8
         converter.inference_output_type = tf.uint8
