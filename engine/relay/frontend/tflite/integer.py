@@ -9,7 +9,8 @@ weights): QNN ops for the kernels, TFLite's own integer arithmetic around them.
 - ADD / SUB: TFLite's formula, not `qnn.add`'s (which requantizes each side to the output
   and rounds once): both sides shifted left by 20 (int16: 15), each scaled by
   `scale / (2 * max scale)`, summed, then scaled to the output, three roundings.
-- MUL, SQUARED_DIFFERENCE, QUANTIZE (int to int): their fixed-point formulas.
+- MUL, QUANTIZE (int to int): `qnn.requantize` of the int32 product (or value);
+  SQUARED_DIFFERENCE: its fixed-point formula.
 - MEAN: TFLite's integer mean is computed in float (`QuantizedMeanOrSum`): the int32 sum,
   divided by the count, times `input scale / output scale`, plus `0.5 - zp * scale`, and
   rounded half away from zero (TFLite adds the half and rounds again).
@@ -260,10 +261,12 @@ def squared_difference(ctx: OpContext) -> Expr:
 
 @integer_converter("MUL")
 def mul(ctx: OpContext) -> Expr:
-    (x1, q1), (x2, q2) = _shifted(ctx, 0, "int64"), _shifted(ctx, 1, "int64")
+    """(a - za) * (b - zb) in int32, requantized from the product of the scales (TFLite's
+    multiplier: that product in double over the output scale)."""
+    (x1, q1), (x2, q2) = _shifted(ctx, 0), _shifted(ctx, 1)
     out = qparams(ctx, ctx.out_tensor())
-    real = np.float64(q1.s) * np.float64(q2.s) / np.float64(out.s)
-    return finish(ctx, multiply_by_quantized(relay.multiply(x1, x2), np.asarray(real)), out)
+    product = np.asarray(np.float64(q1.s) * np.float64(q2.s))
+    return requantized(ctx, relay.multiply(x1, x2), product, out)
 
 
 @integer_converter("QUANTIZE")
