@@ -45,6 +45,9 @@ keras = tf.keras
 VARIANTS = ("float32", "float16", "dynamic", "int8", "uint8io", "int16x8")
 INTEGER_VARIANTS = ("int8", "uint8io", "int16x8")
 SEED = 0
+# conversions TFLite's own interpreter cannot run (no reference outputs): left out
+UNRUNNABLE = {("transformer_block", "int16x8"): "TFLite 2.21's converter emits an int16 "
+              "SQUARED_DIFFERENCE (the layer norms) that its interpreter has no kernel for"}
 
 
 def _image(size: int) -> tuple[int, int, int]:
@@ -206,6 +209,9 @@ def make(name: str, outdir: Path, variants: list[str]) -> None:
     model = build(name)
     feed = example_input(model, np.random.default_rng(SEED))
     for variant in variants:
+        if (name, variant) in UNRUNNABLE:
+            print(f"{name}_{variant}: skipped: {UNRUNNABLE[name, variant]}", flush=True)
+            continue
         start = time.perf_counter()
         flatbuffer = convert(model, variant, feed)
         stem = outdir / f"{name}_{variant}"

@@ -21,6 +21,14 @@ round the rescaling's final shift half up where the reference rounds half away f
 so a negative exact tie lands 1 LSB higher in a layer without a fused ReLU; those single
 LSBs then travel through the network (2 LSBs at ResNet-50's uint8 output), so the
 optimized kernels' outputs (`out:`) are not the reference here.
+
+Two int16x8 models are not bit-exact (`INT16_STEPS`): TFLite's int16 LOGISTIC interpolates
+its own 256-entry fixed-point sigmoid table, where the importer's table is built from the
+float sigmoid (1 LSB on about a fifth of the values), and its int16 MUL lands 1 LSB away
+from the int32 fixed-point rescale on a few products a hair under a half (2841.4999 ->
+2842); one LSB per layer, they reach 2 (MobileNetV3-Small) and 3 (EfficientNet-B0) steps
+of the int16 output. The transformer has no int16x8 model: TFLite's interpreter cannot run
+the int16 SQUARED_DIFFERENCE its converter emits.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ MODELS = ["mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "resnet50",
           "transformer_block"]
 VARIANTS = ["float32", "float16", "dynamic"]
 INTEGER_VARIANTS = ["int8", "uint8io", "int16x8"]
+INT16_STEPS = {"mobilenet_v3_small_int16x8": 2.0, "efficientnet_b0_int16x8": 3.0}
 TOLERANCE = {"float32": (1e-3, 1e-5), "float16": (1e-3, 1e-5), "dynamic": (1e-3, 2e-2)}
 # dynamic-range models whose hybrid kernels see bit-identical float inputs: TFLite's numbers
 # to the last bits (MobileNetV3-Small's only difference is 3e-8 in its own float ops)
@@ -132,10 +141,12 @@ def test_full_integer_models_match_tflites_reference_kernels(integer_case) -> No
                     "`make tflite-models`")
     expected = _expected(run, data, "ref:")
     steps = output_steps(run.path)
+    allowed = INT16_STEPS.get(stem, 0.0) + 1e-3  # float outputs: the product's rounding
     for outputs in (run.outputs, run.optimized, run.built):
         assert all(o.dtype == e.dtype for o, e in zip(outputs, expected))
-        # float outputs: a dequantized step, less float rounding of the product
-        assert max(lsb_errors(outputs, expected, steps)) <= 1e-3
+        assert max(lsb_errors(outputs, expected, steps)) <= allowed
+    np.testing.assert_array_equal(run.optimized[0], run.outputs[0])  # O3 keeps every bit
+    np.testing.assert_array_equal(run.built[0], run.outputs[0])
 
 
 def test_full_integer_models_keep_every_span(integer_case) -> None:
