@@ -196,11 +196,21 @@ SOFTMAX = """
   qnn.quantize(%1, 0.00390625f, -128, out_dtype="int8")"""
 
 
-def test_a_region_without_integer_form_stays_float_unless_hard_fail():
+def test_a_region_without_integer_form_stays_float():
+    """As TVM: not a fake-quantized region at all, so hard_fail does not raise either."""
     mod = relay.transform.InferType()(region(SOFTMAX, x="Tensor[(2, 5), int8]"))
     assert op_names(fq2i(mod)) == op_names(mod)
-    with pytest.raises(PassError, match="nn.softmax has no integer form"):
-        fq2i(mod, hard_fail=True)
+    assert op_names(fq2i(mod, hard_fail=True)) == op_names(mod)
+
+
+def test_a_quantize_of_a_dequantize_becomes_a_requantize_or_nothing():
+    mod = region("""
+  %0 = qnn.dequantize(%x, 0.1f, 3);
+  %1 = qnn.quantize(%0, 0.1f, 3, out_dtype="int8");
+  %2 = qnn.dequantize(%1, 0.1f, 3);
+  qnn.quantize(%2, 0.25f, -1, out_dtype="int8")""", x="Tensor[(64,), int8]")
+    out = compare(mod, {"x": np.arange(-128, 128, 4).astype("int8")}, exact=False)
+    assert op_names(out) == ["qnn.requantize"]
 
 
 def test_softmax_converts_when_named_optional():

@@ -11,8 +11,9 @@ and output affine type, and the quantize becomes a requantize from the root's af
 (or nothing when they agree). Every call made carries the span of the float call it
 replaces; the final requantize carries the quantize's and the root op's.
 
-Options, as TVM's: `hard_fail` (raise instead of leaving an unconvertible region in
-float), `optional_qnn_ops` (ops converted only when named: nn.softmax, as TVM). Our own:
+Options, as TVM's: `hard_fail` (raise when an op of a region has no integer form for its
+operands, instead of leaving the region in float; what is not a region at all, such as a
+quantize of a graph input, is always left alone), `optional_qnn_ops` (ops converted only when named: nn.softmax, as TVM). Our own:
 `requantize_like` ("tvm", "onnxruntime", "tflite"; see `relay.qnn.op.convention`) picks
 how the requantizes the pass makes round. TVM's `use_qat` (regions that end without a
 quantize) is not implemented.
@@ -108,7 +109,12 @@ class FakeQuantizationRewriter(ExprMutator):
         if op_name(call) != "qnn.quantize" or not isinstance(post, Call):
             return post
         try:
-            result = self.convert(call, post)
+            region = extract_region(call.args[0], self.enabled)
+        except Unconvertible as err:  # not a fake-quantized region: nothing to do
+            self.skipped.append(f"{call.span}: {err}")
+            return post
+        try:
+            result = self.convert(call, post, region)
         except Unconvertible as err:
             if self.hard_fail:
                 raise
@@ -117,11 +123,8 @@ class FakeQuantizationRewriter(ExprMutator):
         self.converted += 1
         return result
 
-    def convert(self, quantize: Call, post: Call) -> Expr:
+    def convert(self, quantize: Call, post: Call, region: list[Expr]) -> Expr:
         root = quantize.args[0]
-        region = extract_region(root, self.enabled)
-        if all(is_dequantize(node) for node in region):
-            raise Unconvertible("a quantize of a dequantize (nothing to convert)")
         out = AffineType(post.args[1], post.args[2], str(post.attrs.out_dtype),
                          int(post.attrs.axis))
         made: dict[int, tuple[Expr, Affine]] = {}
