@@ -20,18 +20,11 @@ from engine.ir.traversal import post_order
 from engine.relay.analysis import span_coverage
 from engine.relay.interpreter import evaluate
 from engine.relay.parser import parse
+from engine.relay.testing.qnn import f32, i32
 from engine.relay.type_infer import infer_type
 
 qnn = relay.qnn.op
 RNG = np.random.default_rng(1502)
-
-
-def f32(value):
-    return relay.const(np.asarray(value, "float32"))
-
-
-def i32(value):
-    return relay.const(np.asarray(value, "int32"))
 
 
 def check_canonical(text: str, inputs: dict[str, np.ndarray]) -> np.ndarray:
@@ -96,7 +89,7 @@ def test_batch_matmul_is_the_product_of_the_shifted_integers():
     np.testing.assert_array_equal(got, want)
 
 
-def test_avg_pool2d_truncates_the_average_then_requantizes():
+def test_avg_pool2d_averages_with_8_fraction_bits_then_requantizes():
     x = RNG.integers(-128, 128, (1, 2, 4, 4)).astype("int8")
     text = header(x="Tensor[(1, 2, 4, 4), int8]") + \
         "  qnn.avg_pool2d(%x, 0.5f, 1, 0.25f, -4, pool_size=[2, 2], strides=[2, 2], " \
@@ -104,9 +97,9 @@ def test_avg_pool2d_truncates_the_average_then_requantizes():
     got = check_canonical(text, {"x": x})
     shifted = x.astype(np.int64) - 1
     for (n, c, i, j), value in np.ndenumerate(got):
-        total = int(shifted[n, c, 2 * i:2 * i + 2, 2 * j:2 * j + 2].sum())
-        average = abs(total) // 4 * (1 if total >= 0 else -1)
-        assert value == min(127, max(-128, average * 2 - 4))
+        total = int(shifted[n, c, 2 * i:2 * i + 2, 2 * j:2 * j + 2].sum()) * 256
+        average = abs(total) // 4 * (1 if total >= 0 else -1)  # truncated
+        assert value == min(127, max(-128, upward(Fraction(average * 2, 256)) - 4))
 
 
 # --- table lookups ------------------------------------------------------------------------

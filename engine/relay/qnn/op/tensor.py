@@ -8,10 +8,13 @@ their kernels and canonical forms.
   `x - x_zp` and `y - y_zp` (y is (B, N, K) unless transpose_b=False); per-tensor zero
   points, as TVM.
 - `qnn.avg_pool2d(x, in_scale, in_zp, out_scale, out_zp, ...)`: the int32 average of
-  `x - in_zp` (divided and truncated toward zero, as an integer nn.avg_pool2d), requantized
-  to the output (UPWARD). TFLite's int8 average pool rounds the division half away from
-  zero instead: 1 LSB apart on about half the windows whose sum is not a multiple of the
-  count; importers wanting TFLite's bits compose it themselves.
+  `(x - in_zp) * 256` (an integer nn.avg_pool2d: divided, truncated toward zero), then
+  requantized from `in_scale / 256` to the output (UPWARD). The 8 extra bits make the
+  truncation 1/256 of an input step, so the result is the float average rounded once
+  (within 1 LSB of dequantize -> avg_pool2d -> quantize). TVM averages `x - in_zp`
+  directly, truncating a whole input step away (up to 2 LSB when the output scale is
+  half the input's). TFLite's int8 average pool (same input and output parameters)
+  rounds the sum / count half away from zero: 1 LSB apart on ties.
 """
 
 from __future__ import annotations
@@ -202,12 +205,20 @@ def _avg_pool_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     return TensorType(out.shape, data.dtype)
 
 
+POOL_BITS = 8  # the fraction bits kept by the integer average
+
+
 def _avg_pool_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     x, scale, zp, out_scale, out_zp = xs
-    shifted = x.astype("int32") - scalar(zp).astype("int32")
+    shifted = (x.astype("int32") - scalar(zp).astype("int32")) << POOL_BITS
     pooled = compute_of("nn.avg_pool2d")([shifted], attrs)
-    return requantize_values(pooled, scalar(scale), np.zeros((), "int32"), scalar(out_scale),
-                             scalar(out_zp), -1, "UPWARD", x.dtype.name)
+    return requantize_values(pooled, pool_scale(scale), np.zeros((), "int32"),
+                             scalar(out_scale), scalar(out_zp), -1, "UPWARD", x.dtype.name)
+
+
+def pool_scale(scale: np.ndarray) -> np.ndarray:
+    """The scale of the widened average (exact: a power of two)."""
+    return (scalar(scale).astype("float32") / np.float32(1 << POOL_BITS)).astype("float32")
 
 
 define_op("qnn.avg_pool2d", POOL_ARGS, _avg_pool_rel, OUT_ELEMWISE_FUSABLE, _avg_pool_compute,
@@ -217,12 +228,14 @@ define_op("qnn.avg_pool2d", POOL_ARGS, _avg_pool_rel, OUT_ELEMWISE_FUSABLE, _avg
 @register_canonicalize("qnn.avg_pool2d")
 def canonicalize_avg_pool2d(pre: Call, post: Call) -> Expr:
     x, scale, zp, out_scale, out_zp = post.args
-    pooled = make_call("nn.avg_pool2d", (minus_zero_point(x, zp, "int32"),), dict(post.attrs),
-                       AVG_POOL_KEY)
+    widened = relay.left_shift(minus_zero_point(x, zp, "int32"),
+                               relay.const(np.int32(POOL_BITS)))
+    pooled = make_call("nn.avg_pool2d", (widened,), dict(post.attrs), AVG_POOL_KEY)
     dtype = pre_dtype(pre.args[0])
     zero = relay.const(np.int32(0))
-    values = [constant_scalar(e, "a scale") for e in (scale, out_scale)]
-    return requantize_tensor(pooled, zero, out_zp, values[0], values[1], ndim_of(pre), dtype)
+    in_scale = pool_scale(constant_scalar(scale, "a scale"))
+    return requantize_tensor(pooled, zero, out_zp, in_scale,
+                             constant_scalar(out_scale, "a scale"), ndim_of(pre), dtype)
 
 
 def avg_pool2d(data: Expr, input_scale: Expr, input_zero_point: Expr, output_scale: Expr,
