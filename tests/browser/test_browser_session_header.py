@@ -11,7 +11,6 @@ from browser_helpers import api_get, run_on_page, upload, wait_run_done
 
 
 def test_rename_a_session(page: Any, server: str, onnx_model: Any) -> None:
-
     session = upload(server, onnx_model("mlp"))
     page.goto(f"/s/{session['id']}")
     page.get_by_test_id("session-name").wait_for()
@@ -31,9 +30,9 @@ def test_rename_a_session(page: Any, server: str, onnx_model: Any) -> None:
     page.get_by_test_id("recent-sessions").get_by_text("my little MLP").wait_for()
     assert [e for e in page.watch.errors if "400" not in e] == []  # the blank name's refusal
 
+
 def test_header_shows_the_open_run_and_a_background_run_finishing(
         page: Any, server: str, onnx_model: Any, pipeline_gate: Any) -> None:
-
     session = upload(server, onnx_model("mlp"))["id"]
     page.goto(f"/s/{session}")
     first, _ = run_on_page(page, server, quick=True)
