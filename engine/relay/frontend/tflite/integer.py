@@ -9,7 +9,8 @@ weights): QNN ops for the kernels, TFLite's own integer arithmetic around them.
 - ADD / SUB: TFLite's formula, not `qnn.add`'s (which requantizes each side to the output
   and rounds once): both sides shifted left by 20 (int16: 15), each scaled by
   `scale / (2 * max scale)`, summed, then scaled to the output, three roundings.
-- MUL, QUANTIZE (int to int): `qnn.requantize` of the int32 product (or value);
+- MUL, QUANTIZE (int to int): `qnn.requantize` of the int32 product (or value) (int16
+  MUL: TFLite's multiplier is computed in float32, so it is composed);
   SQUARED_DIFFERENCE: its fixed-point formula.
 - MEAN: TFLite's integer mean is computed in float (`QuantizedMeanOrSum`): the int32 sum,
   divided by the count, times `input scale / output scale`, plus `0.5 - zp * scale`, and
@@ -17,7 +18,8 @@ weights): QNN ops for the kernels, TFLite's own integer arithmetic around them.
 - LOGISTIC, TANH, HARD_SWISH, GELU and other element-wise functions of one quantized
   tensor: a lookup table over every input value (256 for int8; 65536 for int16), as
   TFLite's optimized int8 kernels use (built from float: `1 / (1 + exp(-x))` in float32);
-  HARD_SWISH's table is TFLite's fixed-point algorithm evaluated for every input.
+  HARD_SWISH's table is TFLite's fixed-point algorithm evaluated for every input. int16
+  LOGISTIC is within 1 LSB: TFLite interpolates its own fixed-point sigmoid table.
 - SOFTMAX: dequantize, float softmax, quantize (TVM's fallback pattern): TFLite's int8
   softmax uses its own exp table, so this may differ by 1 LSB.
 - Fused activations clamp in the quantized domain (TFLite's
@@ -265,6 +267,10 @@ def mul(ctx: OpContext) -> Expr:
     multiplier: that product in double over the output scale)."""
     (x1, q1), (x2, q2) = _shifted(ctx, 0), _shifted(ctx, 1)
     out = qparams(ctx, ctx.out_tensor())
+    if _wide(out.dtype):  # int16: TFLite computes this multiplier in float32
+        real = np.float32(np.float32(q1.s) * np.float32(q2.s)) / np.float32(out.s)
+        product = relay.multiply(x1, x2)
+        return finish(ctx, multiply_by_quantized(product, np.asarray(real, "float64")), out)
     product = np.asarray(np.float64(q1.s) * np.float64(q2.s))
     return requantized(ctx, relay.multiply(x1, x2), product, out)
 
