@@ -31,6 +31,7 @@ from engine.relay.frontend.tflite import (  # noqa: F401 (register)
     nn,
     quantize,
     shapes,
+    tables,
 )
 from engine.relay.frontend.tflite.context import (
     CONVERTERS,

@@ -3,33 +3,26 @@ weights): QNN ops for the kernels, TFLite's own integer arithmetic around them.
 
 - CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, BATCH_MATMUL: `qnn.conv2d` / `qnn.dense` /
   an int32 batch_matmul of zero-point-shifted operands, plus the int32 (int16x8: int64)
-  bias, rescaled by TFLite's fixed point (`fixed_point`) with the multiplier TFLite
-  computes in double, `input scale * weight scale[c] / output scale` (per-channel
-  FULLY_CONNECTED rounds once, as its reference kernel does).
+  bias, then `qnn.requantize(rounding="TFLITE")` from the exact float64 product of the
+  input and weight scales (TFLite's multiplier, per channel). Per-channel FULLY_CONNECTED
+  rounds once and the int16x8 kernels use the int64 form (16-bit significand), as TFLite's
+  reference kernels do: those are composed (`fixed_point`).
 - ADD / SUB: TFLite's formula, not `qnn.add`'s (which requantizes each side to the output
-  and rounds once): both sides shifted left by 20 (int16: 15), each scaled by
-  `scale / (2 * max scale)`, summed, then scaled to the output, three roundings.
+  and rounds once; it lands 1 LSB away on about a quarter of random int8 pairs): both
+  sides shifted left by 20 (int16: 15), each scaled by `scale / (2 * max scale)`, summed,
+  then scaled to the output, three roundings.
 - MUL, QUANTIZE (int to int): `qnn.requantize` of the int32 product (or value) (int16
-  MUL: TFLite's multiplier is computed in float32, so it is composed);
+  MUL: TFLite computes its multiplier in float32, so it is composed);
   SQUARED_DIFFERENCE: its fixed-point formula.
-- MEAN: TFLite's integer mean is computed in float (`QuantizedMeanOrSum`): the int32 sum,
-  divided by the count, times `input scale / output scale`, plus `0.5 - zp * scale`, and
-  rounded half away from zero (TFLite adds the half and rounds again).
-- LOGISTIC, TANH, HARD_SWISH, GELU and other element-wise functions of one quantized
-  tensor: a lookup table over every input value (256 for int8; 65536 for int16), as
-  TFLite's optimized int8 kernels use (built from float: `1 / (1 + exp(-x))` in float32);
-  HARD_SWISH's table is TFLite's fixed-point algorithm evaluated for every input. int16
-  LOGISTIC is within 1 LSB: TFLite interpolates its own fixed-point sigmoid table.
-- SOFTMAX: dequantize, float softmax, quantize (TVM's fallback pattern): TFLite's int8
-  softmax uses its own exp table, so this may differ by 1 LSB.
+- MEAN: TFLite 2.21's QuantizedMeanOrSum: the int32 sum less count * zero point, with
+  1 / count folded into the fixed-point multiplier in integers.
+- LOGISTIC, TANH, HARD_SWISH, GELU, SOFTMAX, ...: lookup tables (`tables`).
 - Fused activations clamp in the quantized domain (TFLite's
   `CalculateActivationRangeQuantized`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +39,8 @@ from engine.relay.frontend.tflite.fixed_point import (
     quantize_multiplier,
 )
 from engine.relay.frontend.tflite.model import TensorRecord
+from engine.relay.frontend.tflite.nn import batched, dilation_of, strides_of, window_padding
+from engine.relay.frontend.tflite.quantize import round_half_away
 from engine.relay.qnn import op as qnn
 
 
@@ -77,11 +72,11 @@ def qparams(ctx: OpContext, tensor: TensorRecord) -> QParams:
                    tensor.quant.zero_point.astype("int64"), tensor.quant.axis, tensor.dtype)
 
 
-def _i32(value: int | np.ndarray) -> Expr:
+def const_i32(value: int | np.ndarray) -> Expr:
     return relay.const(np.asarray(value, "int32"))
 
 
-def _f32(value: float | np.floating | np.ndarray) -> Expr:
+def const_f32(value: float | np.floating | np.ndarray) -> Expr:
     return relay.const(np.asarray(value, "float32"))
 
 
@@ -91,7 +86,7 @@ def activation_range(ctx: OpContext, out: QParams) -> tuple[int, int]:
     code = int(ctx.option("FusedActivationFunction", 0))
 
     def q(value: float) -> int:
-        return out.zp + int(_round_away(np.float32(value) / np.float32(out.s)))
+        return out.zp + int(round_away(np.float32(value) / np.float32(out.s)))
 
     bounds = {0: (lo, hi), 1: (max(lo, q(0.0)), hi), 2: (max(lo, q(-1.0)), min(hi, q(1.0))),
               3: (max(lo, q(0.0)), min(hi, q(6.0)))}
@@ -100,7 +95,7 @@ def activation_range(ctx: OpContext, out: QParams) -> tuple[int, int]:
     return bounds[code]
 
 
-def _round_away(x: np.ndarray | np.floating | float) -> np.ndarray:
+def round_away(x: np.ndarray | np.floating | float) -> np.ndarray:
     x = np.asarray(x)
     return np.trunc(x + np.copysign(np.asarray(0.5, x.dtype), x))
 
@@ -120,9 +115,9 @@ def _wide(dtype: str) -> bool:
 def _weight_params(ctx: OpContext, index: int = 1) -> tuple[QParams, Expr, Expr]:
     """The weight's parameters, its zero point (int32) and scale (float32) as qnn operands."""
     wq = qparams(ctx, ctx.tensor(index))
-    zero = _i32(wq.zero_point) if wq.zero_point.size > 1 and wq.zero_point.any() else \
-        _i32(wq.zp)
-    scale = _f32(wq.scale) if wq.scale.size > 1 else _f32(wq.s)
+    zero = const_i32(wq.zero_point) if wq.zero_point.size > 1 and wq.zero_point.any() else \
+        const_i32(wq.zp)
+    scale = const_f32(wq.scale) if wq.scale.size > 1 else const_f32(wq.s)
     return wq, zero, scale
 
 
@@ -145,7 +140,7 @@ def requantized(ctx: OpContext, acc: Expr, in_scale: np.ndarray, out: QParams) -
     """`qnn.requantize` with TFLite's rounding from the int32 accumulator's (float64)
     scale, per channel along the last axis, then the fused activation's clamp."""
     scale = relay.const(in_scale if in_scale.size > 1 else in_scale.reshape(()))
-    q = qnn.requantize(acc, scale, _i32(0), _f32(out.s), _i32(out.zp), axis=-1,
+    q = qnn.requantize(acc, scale, const_i32(0), const_f32(out.s), const_i32(out.zp), axis=-1,
                        rounding="TFLITE", out_dtype=out.dtype)
     return _clamped(ctx, q)
 
@@ -157,14 +152,12 @@ def _kernel_const(ctx: OpContext, data: np.ndarray) -> Expr:
 
 def _conv(ctx: OpContext, weight: np.ndarray, groups: int, channels: int, layout: str
           ) -> Expr:
-    from engine.relay.frontend.tflite.nn import _dilation, _strides, window_padding
-
     xq = qparams(ctx, ctx.tensor(0))
     wq, w_zero, w_scale = _weight_params(ctx)
     kernel = weight.shape[:2]
-    strides, dilation = _strides(ctx), _dilation(ctx)
-    acc = qnn.conv2d(ctx.input(0), _kernel_const(ctx, weight), _i32(xq.zp), w_zero,
-                     _f32(xq.s), w_scale, kernel_size=kernel, channels=channels,
+    strides, dilation = strides_of(ctx), dilation_of(ctx)
+    acc = qnn.conv2d(ctx.input(0), _kernel_const(ctx, weight), const_i32(xq.zp), w_zero,
+                     const_f32(xq.s), w_scale, kernel_size=kernel, channels=channels,
                      strides=strides, padding=window_padding(ctx, kernel, strides, dilation),
                      dilation=dilation, groups=groups, data_layout="NHWC",
                      kernel_layout=layout, out_dtype="int64" if _wide(xq.dtype) else "int32")
@@ -195,7 +188,7 @@ def fully_connected(ctx: OpContext) -> Expr:
         x = relay.reshape(x, newshape=[-1, in_dim])
     xq = qparams(ctx, ctx.tensor(0))
     wq, w_zero, w_scale = _weight_params(ctx)
-    acc = qnn.dense(x, ctx.input(1), _i32(xq.zp), w_zero, _f32(xq.s), w_scale, units=units,
+    acc = qnn.dense(x, ctx.input(1), const_i32(xq.zp), w_zero, const_f32(xq.s), w_scale, units=units,
                     out_dtype="int64" if _wide(xq.dtype) else "int32")
     out = _bias_and_rescale(ctx, acc, xq, wq, single_rounding=wq.scale.size > 1)
     if ctx.option("KeepNumDims", False) and len(ctx.out_tensor().shape) != 2:
@@ -211,14 +204,12 @@ def _shifted(ctx: OpContext, index: int, dtype: str = "int32") -> tuple[Expr, QP
 
 @integer_converter("BATCH_MATMUL")
 def batch_matmul(ctx: OpContext) -> Expr:
-    from engine.relay.frontend.tflite.nn import _batched
-
     a, aq = _shifted(ctx, 0)
     b, bq = _shifted(ctx, 1)
     a_shape, b_shape = ctx.shape(0), ctx.shape(1)
     adj_x, adj_y = bool(ctx.option("AdjX", False)), bool(ctx.option("AdjY", False))
     batch = tuple(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]))
-    acc = relay.nn.batch_matmul(_batched(a, a_shape, batch), _batched(b, b_shape, batch),
+    acc = relay.nn.batch_matmul(batched(a, a_shape, batch), batched(b, b_shape, batch),
                                 out_dtype="int64" if _wide(aq.dtype) else "int32",
                                 transpose_a=adj_x, transpose_b=adj_y)
     out = qparams(ctx, ctx.out_tensor())
@@ -281,8 +272,8 @@ def requantize(ctx: OpContext) -> Expr:
     multiplier `input scale / output scale` in double (float -> int is the float
     converter's: the input is not quantized)."""
     xq, out = qparams(ctx, ctx.tensor(0)), qparams(ctx, ctx.out_tensor())
-    return qnn.requantize(ctx.input(0), relay.const(np.asarray(xq.s, "float64")), _i32(xq.zp),
-                          _f32(out.s), _i32(out.zp), rounding="TFLITE", out_dtype=out.dtype)
+    return qnn.requantize(ctx.input(0), relay.const(np.asarray(xq.s, "float64")), const_i32(xq.zp),
+                          const_f32(out.s), const_i32(out.zp), rounding="TFLITE", out_dtype=out.dtype)
 
 
 # --- reductions and windows -------------------------------------------------------------
@@ -307,10 +298,8 @@ def mean(ctx: OpContext) -> Expr:
 
 
 def _window(ctx: OpContext) -> dict[str, Any]:
-    from engine.relay.frontend.tflite.nn import _strides, window_padding
-
     kernel = int(ctx.options["FilterHeight"]), int(ctx.options["FilterWidth"])
-    strides = _strides(ctx)
+    strides = strides_of(ctx)
     return {"pool_size": kernel, "strides": strides, "layout": "NHWC",
             "padding": window_padding(ctx, kernel, strides, (1, 1))}
 
@@ -332,8 +321,6 @@ def max_pool(ctx: OpContext) -> Expr:
 def avg_pool(ctx: OpContext) -> Expr:
     """The window's integer sum over its count, rounded half away from zero (exact in
     float32: the quotient is never within an ulp of a tie it is not on)."""
-    from engine.relay.frontend.tflite.quantize import round_half_away
-
     out = qparams(ctx, ctx.out_tensor())
     mean_value = relay.nn.avg_pool2d(relay.cast(ctx.input(0), "float32"),
                                      count_include_pad=False, **_window(ctx))
@@ -362,102 +349,9 @@ def concatenation(ctx: OpContext) -> Expr:
 
 def _requantize_float(x: Expr, q: QParams, out: QParams) -> Expr:
     """TFLite's ConcatenationWithScaling: round(x * scale + bias) + zp in float."""
-    from engine.relay.frontend.tflite.quantize import round_half_away
-
     scale = np.float32(q.s) * (np.float32(1.0) / np.float32(out.s))
     bias = np.float32(-q.zp) * scale
-    value = relay.add(relay.multiply(relay.cast(x, "float32"), _f32(scale)), _f32(bias))
+    value = relay.add(relay.multiply(relay.cast(x, "float32"), const_f32(scale)), const_f32(bias))
     lo, hi = out.limits
-    rounded = relay.add(round_half_away(value), _f32(np.float32(out.zp)))
+    rounded = relay.add(round_half_away(value), const_f32(np.float32(out.zp)))
     return relay.cast(relay.clip(rounded, float(lo), float(hi)), out.dtype)
-
-
-# --- lookup tables ----------------------------------------------------------------------
-def _all_values(dtype: str) -> np.ndarray:
-    info = np.iinfo(dtype)
-    return np.arange(int(info.min), int(info.max) + 1, dtype="int64")
-
-
-def float_table(xq: QParams, out: QParams, fn: Callable[[np.ndarray], np.ndarray]
-                ) -> np.ndarray:
-    """TFLite's LUTPopulate: every input value dequantized in float32, transformed, scaled by
-    1 / output scale, rounded half away from zero, + zero point, clamped."""
-    values = _all_values(xq.dtype)
-    real = np.float32(xq.s) * (values - xq.zp).astype("float32")
-    transformed = fn(real).astype("float32")
-    rescaled = _round_away(transformed * (np.float32(1.0) / np.float32(out.s)))
-    lo, hi = out.limits
-    return np.clip(rescaled.astype("int64") + out.zp, lo, hi).astype(out.dtype)
-
-
-def lookup(ctx: OpContext, table: np.ndarray) -> Expr:
-    offset = -int(np.iinfo(ctx.tensor(0).dtype).min)
-    index = relay.cast(ctx.input(0), "int32")
-    if offset:
-        index = relay.add(index, _i32(offset))
-    return relay.take(relay.const(table), index, axis=0)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    one = np.float32(1.0)
-    return one / (one + np.exp(-x))
-
-
-def _gelu(approximate: bool) -> Callable[[np.ndarray], np.ndarray]:
-    def fn(x: np.ndarray) -> np.ndarray:
-        x64 = x.astype("float64")
-        if approximate:
-            inner = math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64 ** 3)
-            return (0.5 * x64 * (1 + np.tanh(inner))).astype("float32")
-        erf = np.vectorize(math.erf, otypes=["float64"])
-        return (0.5 * x64 * (1 + erf(x64 / math.sqrt(2)))).astype("float32")
-    return fn
-
-
-_FLOAT_FUNCTIONS: dict[str, Callable[[OpContext], Callable[[np.ndarray], np.ndarray]]] = {
-    "LOGISTIC": lambda ctx: _sigmoid,
-    "TANH": lambda ctx: np.tanh,
-    "RSQRT": lambda ctx: lambda x: np.float32(1.0) / np.sqrt(x),
-    "SQRT": lambda ctx: np.sqrt,
-    "EXP": lambda ctx: np.exp,
-    "ELU": lambda ctx: lambda x: np.where(x < 0, np.expm1(x), x),
-    "GELU": lambda ctx: _gelu(bool(ctx.option("Approximate", False))),
-    "LEAKY_RELU": lambda ctx: lambda x: np.where(
-        x < 0, x * np.float32(ctx.option("Alpha", 0.2)), x),
-    "RELU": lambda ctx: lambda x: np.maximum(x, np.float32(0)),
-    "RELU6": lambda ctx: lambda x: np.clip(x, np.float32(0), np.float32(6)),
-    "NEG": lambda ctx: np.negative,
-    "ABS": lambda ctx: np.abs,
-}
-
-
-@integer_converter(*_FLOAT_FUNCTIONS)
-def float_function(ctx: OpContext) -> Expr:
-    xq, out = qparams(ctx, ctx.tensor(0)), qparams(ctx, ctx.out_tensor())
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        table = float_table(xq, out, _FLOAT_FUNCTIONS[ctx.op.op_type](ctx))
-    return lookup(ctx, table)
-
-
-@integer_converter("HARD_SWISH")
-def hard_swish(ctx: OpContext) -> Expr:
-    from engine.relay.frontend.tflite.hard_swish import hard_swish_table
-
-    xq, out = qparams(ctx, ctx.tensor(0)), qparams(ctx, ctx.out_tensor())
-    return lookup(ctx, hard_swish_table(_all_values(xq.dtype), xq, out))
-
-
-@integer_converter("SOFTMAX")
-def softmax(ctx: OpContext) -> Expr:
-    from engine.relay.frontend.tflite.quantize import round_half_away
-
-    xq, out = qparams(ctx, ctx.tensor(0)), qparams(ctx, ctx.out_tensor())
-    x = qnn.dequantize(ctx.input(0), _f32(xq.s), _i32(xq.zp))
-    beta = float(ctx.option("Beta", 1.0))
-    if beta != 1.0:
-        x = relay.multiply(x, _f32(beta))
-    probs = relay.nn.softmax(x, axis=-1)
-    lo, hi = out.limits
-    q = relay.add(round_half_away(relay.divide(probs, _f32(out.s))), _f32(float(out.zp)))
-    return relay.cast(relay.clip(q, float(lo), float(hi)), out.dtype)
-
