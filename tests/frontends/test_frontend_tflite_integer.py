@@ -143,3 +143,22 @@ def test_lookup_table_ops_take_every_int8_value() -> None:
     sigmoid = np.float32(1) / (np.float32(1) + np.exp(-real))
     ideal = np.clip(np.trunc(sigmoid * np.float32(256) + np.float32(0.5)) - 128, -128, 127)
     np.testing.assert_array_equal(got, ideal.astype("int8"))
+
+
+def test_uint8_fully_connected_with_weight_zero_point() -> None:
+    """A uint8 model's layer (TFLite 1.x style: uint8 weights with a zero point, int32
+    bias): sum((x - zx) * (w - zw)) + bias, rescaled, + output zero point, saturated."""
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 256, size=(3, 16)).astype("uint8")
+    w = rng.integers(0, 256, size=(5, 16)).astype("uint8")
+    bias = rng.integers(-3000, 3000, size=5).astype("int32")
+    qx, qw, qo = (_f32(0.02), 120), (_f32(0.004), 131), (_f32(0.09), 110)
+    g = Graph()
+    args = [g.tensor(x, runtime=True, quant=_quant(*qx)), g.tensor(w, quant=_quant(*qw)),
+            g.tensor(bias, quant=_quant(qx[0] * qw[0], 0))]
+    (got,) = g.run("FULLY_CONNECTED", args, [((3, 5), "uint8")], out_quant=_quant(*qo),
+                   FusedActivationFunction=0)
+    acc = (x.astype(np.int64) - qx[1]) @ (w.astype(np.int64) - qw[1]).T + bias
+    real = float(np.float64(qx[0]) * np.float64(qw[0]) / np.float64(qo[0]))
+    expected = [[min(255, max(0, multiply(int(a), real) + qo[1])) for a in row] for row in acc]
+    np.testing.assert_array_equal(got, np.asarray(expected, dtype="uint8"))
