@@ -227,3 +227,16 @@ def test_requantize_like_onnxruntime_uses_its_float_requantize():
     assert [r.attrs.compute_dtype for r in requantize] == ["float32"]
     with pytest.raises(ValueError, match="unknown requantize convention"):
         relay.transform.FakeQuantizationToInteger(requantize_like="tf")
+
+
+def test_conv2d_transpose_becomes_qnn_conv2d_transpose():
+    mod = region("""
+  %0 = qnn.dequantize(%x, 0.05f, 128);
+  %1 = qnn.dequantize(%w, 0.01f, 0);
+  %2 = nn.conv2d_transpose(%0, %1, channels=3, kernel_size=[2, 2], strides=[2, 2]);
+  qnn.quantize(%2, 0.1f, 0, out_dtype="int8")""", x="Tensor[(1, 2, 3, 3), uint8]",
+                 w="Tensor[(2, 3, 2, 2), int8]")
+    inputs = {"x": RNG.integers(0, 256, (1, 2, 3, 3)).astype("uint8"),
+              "w": RNG.integers(-128, 128, (2, 3, 2, 2)).astype("int8")}
+    out = compare(mod, inputs, exact=False)
+    assert "qnn.conv2d_transpose" in op_names(out)
