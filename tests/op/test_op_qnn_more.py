@@ -27,10 +27,10 @@ qnn = relay.qnn.op
 RNG = np.random.default_rng(1502)
 
 
-def check_canonical(text: str, inputs: dict[str, np.ndarray]) -> np.ndarray:
+def check_canonical(text: str, inputs: dict[str, np.ndarray], metadata=None) -> np.ndarray:
     """The kernel's result; the text round-trips, and the canonical form computes the same
     bits with no qnn op left and every call spanned."""
-    mod = relay.transform.InferType()(parse(text))
+    mod = relay.transform.InferType()(parse(text, metadata=metadata))
     assert structural_equal(mod, parse(mod.astext()))
     want = evaluate(mod, inputs)
     lowered = relay.transform.InferType()(relay.qnn.transform.CanonicalizeOps()(mod))
@@ -86,6 +86,24 @@ def test_batch_matmul_is_the_product_of_the_shifted_integers():
         '  qnn.batch_matmul(%x, %y, -3, 128, 0.1f, 0.2f, out_dtype="int32", transpose_b=True)\n}\n'
     got = check_canonical(text, {"x": x, "y": y})
     want = np.einsum("bik,bjk->bij", x.astype(np.int64) + 3, y.astype(np.int64) - 128)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_conv2d_transpose_is_the_transposed_conv_of_the_shifted_integers():
+    x = RNG.integers(0, 256, (1, 2, 3, 3)).astype("uint8")
+    w = RNG.integers(-128, 128, (2, 3, 2, 2)).astype("int8")
+    kzp = np.array([1, -2, 0], "int32")
+    text = header(x="Tensor[(1, 2, 3, 3), uint8]", w="Tensor[(2, 3, 2, 2), int8]") + \
+        '  qnn.conv2d_transpose(%x, %w, 128, meta[relay.Constant][0], 0.1f, 0.2f, ' \
+        'channels=3, kernel_size=[2, 2], strides=[2, 2], out_dtype="int32")\n}\n'
+    got = check_canonical(text, {"x": x, "w": w}, {"relay.Constant": [kzp]})
+    assert got.shape == (1, 3, 6, 6) and got.dtype == np.int32
+    want = np.zeros((1, 3, 6, 6), np.int64)
+    xs, ws = x.astype(np.int64) - 128, w.astype(np.int64) - kzp[None, :, None, None]
+    for c in range(2):
+        for i in range(3):
+            for j in range(3):
+                want[0, :, 2 * i:2 * i + 2, 2 * j:2 * j + 2] += xs[0, c, i, j] * ws[c]
     np.testing.assert_array_equal(got, want)
 
 

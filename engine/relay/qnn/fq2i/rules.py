@@ -103,8 +103,9 @@ def root_target(region: Region) -> AffineType:
 
 
 # --- products -----------------------------------------------------------------------------
-@register("nn.conv2d", quantized_args=(0, 1))
+@register("nn.conv2d", "nn.conv2d_transpose", quantized_args=(0, 1))
 def conv2d(region: Region) -> tuple[Expr, Affine]:
+    """qnn.conv2d (qnn.conv2d_transpose) with the same attributes, int32 out."""
     x, w = region.args
     xt = dtype_in(per_tensor(region.arg_type(0), "the data"), KERNEL_INPUTS, "the data")
     wt = dtype_in(region.arg_type(1), KERNEL_INPUTS, "the weight")
@@ -113,7 +114,8 @@ def conv2d(region: Region) -> tuple[Expr, Affine]:
     if wt.per_axis and wt.axis % 4 != o_axis:
         raise Unconvertible(f"the weight is quantized along axis {wt.axis}, not its output "
                             f"channels ({o_axis})")
-    call = make_call("qnn.conv2d", (x, w, xt.zero_point, wt.zero_point, xt.scale, wt.scale),
+    call = make_call(f"qnn.{name_of(region).removeprefix('nn.')}",
+                     (x, w, xt.zero_point, wt.zero_point, xt.scale, wt.scale),
                      dict(attrs.replace(out_dtype="int32")), attrs.type_key)
     channel = (attrs.get("out_layout") or attrs.data_layout).index("C")
     return call, product_type(region, xt, wt, channel)

@@ -11,7 +11,7 @@ on exact ties).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from engine.relay.qnn.fixed_point import (
     float_requantize,
     rounding_mode,
     tflite_fixed_point,
+    tflite_int16_multiply,
     tflite_multiply,
 )
 
@@ -134,6 +135,8 @@ def requantize_values(x: np.ndarray, in_scale: np.ndarray, in_zp: np.ndarray,
         scaled = float_requantize(shifted, float_multiplier(in_scale, out_scale))
     elif rounding == "TFLITE":
         scaled = tflite_multiply(shifted, tflite_fixed_point(in_scale, out_scale))
+    elif rounding == "TFLITE_INT16":
+        scaled = tflite_int16_multiply(shifted, tflite_fixed_point(in_scale, out_scale))
     else:
         scaled = fixed_point_multiply(shifted, fixed_point(in_scale, out_scale), rounding)
     return saturate(scaled + along(out_zp, nd, axis).astype("int64"), out_dtype)
@@ -193,7 +196,7 @@ def _dequantize_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
 def _requantize_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     check_arity(arg_types, 5)
     data = tensor_arg(arg_types, 0)
-    check_in(data, 0, QUANTIZED, "the input")
+    check_in(data, 0, (*QUANTIZED, "int64"), "the input")
     channels = axis_dim(data, int(attrs.axis))
     check_qparam(arg_types, 1, "float32", channels, also="float64")
     for index, dtype in ((2, "int32"), (3, "float32"), (4, "int32")):
@@ -240,7 +243,8 @@ def requantize(data: Expr, input_scale: Expr, input_zero_point: Expr, output_sca
     """From one (scale, zero point) to another (TVM's relay.qnn.op.requantize).
 
     rounding: "UPWARD" (the default) or "TONEAREST" (TVM's fixed point), "TFLITE"
-    (TFLite's MultiplyByQuantizedMultiplier); compute_dtype "float32": onnxruntime's
+    (TFLite's MultiplyByQuantizedMultiplier), "TFLITE_INT16" (its int64-accumulator form
+    in the int16x8 kernels; the data may then be int64); compute_dtype "float32": onnxruntime's
     float requantize (rounding is then unused). input_scale may be float64: the exact
     product of two float32 scales, as TFLite computes its multiplier (see
     `engine.relay.qnn.op.convention` for requantizing like a given runtime)."""
@@ -262,7 +266,7 @@ def _type_rel_of(name: str) -> Any:
     return Op.get(name).get_attr("FTVMTypeRelation")
 
 
-def _check_kernel_qparams(arg_types: Sequence[Type], out_channels: Dim | None) -> None:
+def check_kernel_qparams(arg_types: Sequence[Type], out_channels: Dim | None) -> None:
     data, weight = tensor_arg(arg_types, 0), tensor_arg(arg_types, 1)
     check_in(data, 0, KERNEL_INPUTS, "the data")
     check_in(weight, 1, KERNEL_INPUTS, "the weight")
@@ -275,7 +279,7 @@ def _check_kernel_qparams(arg_types: Sequence[Type], out_channels: Dim | None) -
 def _qnn_conv2d_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     check_arity(arg_types, 6)
     weight = tensor_arg(arg_types, 1)
-    _check_kernel_qparams(arg_types, weight.shape[kernel_out_axis(attrs)])
+    check_kernel_qparams(arg_types, weight.shape[kernel_out_axis(attrs)])
     return _type_rel_of("nn.conv2d")(arg_types[:2], attrs)
 
 
@@ -285,25 +289,31 @@ def kernel_out_axis(attrs: Attrs) -> int:
     return layout.index("O") if "O" in layout else 0
 
 
-def _qnn_conv2d_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
-    data, weight, in_zp, k_zp = xs[:4]
-    x = data.astype("int32") - np.asarray(in_zp).astype("int32").reshape(())
-    w = weight.astype("int32") - along(k_zp, weight.ndim, kernel_out_axis(attrs)).astype("int32")
-    return _compute_of("nn.conv2d")([x, w], attrs)
+def integer_product(float_op: str, weight_axis: Callable[[Attrs], int]
+                    ) -> Callable[[list[np.ndarray], Attrs], np.ndarray]:
+    """The kernel of a qnn product op: `float_op` (its integer form) of `data - zp` and
+    `weight - kernel_zp` (the kernel zero point per tensor or along `weight_axis`)."""
+    def compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+        data, weight, in_zp, k_zp = xs[:4]
+        x = data.astype("int32") - np.asarray(in_zp).astype("int32").reshape(())
+        axis = weight_axis(attrs)
+        w = weight.astype("int32") - along(k_zp, weight.ndim, axis).astype("int32")
+        return _compute_of(float_op)([x, w], attrs)
+
+    return compute
+
+
+_qnn_conv2d_compute = integer_product("nn.conv2d", kernel_out_axis)
 
 
 def _qnn_dense_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     check_arity(arg_types, 6)
     weight = tensor_arg(arg_types, 1)
-    _check_kernel_qparams(arg_types, weight.shape[0] if weight.ndim else None)
+    check_kernel_qparams(arg_types, weight.shape[0] if weight.ndim else None)
     return _type_rel_of("nn.dense")(arg_types[:2], attrs)
 
 
-def _qnn_dense_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
-    data, weight, in_zp, k_zp = xs[:4]
-    x = data.astype("int32") - np.asarray(in_zp).astype("int32").reshape(())
-    w = weight.astype("int32") - along(k_zp, weight.ndim, 0).astype("int32")
-    return _compute_of("nn.dense")([x, w], attrs)
+_qnn_dense_compute = integer_product("nn.dense", lambda attrs: 0)
 
 
 KERNEL_ARGS = ("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale",
