@@ -4,12 +4,12 @@ TFLite turns a real multiplier into `QuantizeMultiplier`'s (int32 significand, s
 multiplies with `MultiplyByQuantizedMultiplier`: gemmlowp's
 `SaturatingRoundingDoublingHighMul` (the high half of 2 * x * significand, ties toward
 +inf: `(x * sig + 2**30) >> 31` in int64) and then `RoundingDivideByPOT` (a right shift
-rounding half away from zero). The int16x8 kernels accumulate in int64 and use the int64
-form: the significand reduced to 16 bits and one rounding shift.
+rounding half away from zero).
 
-The qnn dialect's `qnn.requantize` will carry this as `rounding="TFLITE"`; until it does,
-the importer composes the arithmetic here (every op an ordinary integer Relay op, so every
-pass and relay.build handle it).
+The kernels rescale with `qnn.requantize(rounding="TFLITE")` (or "TFLITE_INT16"); what it
+does not express is composed here from ordinary integer Relay ops (every pass and
+relay.build handle them): ADD/SUB's pre-shifted inputs, the mean's integer-folded
+multiplier, int16 MUL's float32 multiplier, per-channel FULLY_CONNECTED's single rounding.
 """
 
 from __future__ import annotations
@@ -73,20 +73,6 @@ def multiply_by_fixed(x: Expr, sig: np.ndarray, shift: np.ndarray) -> Expr:
         x = relay.left_shift(x, _i64(left))
     high = relay.right_shift(relay.add(relay.multiply(x, _i64(sig)), _i64(1 << 30)), _i64(31))
     return rounding_shift(high, np.maximum(-shift, 0))
-
-
-def multiply_by_quantized_int64(x: Expr, real: np.ndarray) -> Expr:
-    """The int64-accumulator form (int16x8 kernels): the significand rounded to 16 bits,
-    then one shift rounding half up."""
-    return multiply_by_fixed_int64(x, *multipliers(real))
-
-
-def multiply_by_fixed_int64(x: Expr, sig: np.ndarray, shift: np.ndarray) -> Expr:
-    reduced = np.where(sig < 0x7FFF0000, (sig + (1 << 15)) >> 16, 0x7FFF)
-    total = 15 - shift
-    rounding = np.left_shift(np.int64(1), total - 1)
-    scaled = relay.add(relay.multiply(relay.cast(x, "int64"), _i64(reduced)), _i64(rounding))
-    return relay.right_shift(scaled, _i64(total))
 
 
 def multiply_single_rounding(x: Expr, real: np.ndarray) -> Expr:

@@ -4,9 +4,9 @@ weights): QNN ops for the kernels, TFLite's own integer arithmetic around them.
 - CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, BATCH_MATMUL: `qnn.conv2d` / `qnn.dense` /
   an int32 batch_matmul of zero-point-shifted operands, plus the int32 (int16x8: int64)
   bias, then `qnn.requantize(rounding="TFLITE")` from the exact float64 product of the
-  input and weight scales (TFLite's multiplier, per channel). Per-channel FULLY_CONNECTED
-  rounds once and the int16x8 kernels use the int64 form (16-bit significand), as TFLite's
-  reference kernels do: those are composed (`fixed_point`).
+  input and weight scales (TFLite's multiplier, per channel; int16x8: "TFLITE_INT16", the
+  int64 form with a 16-bit significand). Per-channel FULLY_CONNECTED rounds once, as its
+  reference kernel does: that is composed (`fixed_point`).
 - ADD / SUB: TFLite's formula, not `qnn.add`'s (which requantizes each side to the output
   and rounds once; it lands 1 LSB away on about a quarter of random int8 pairs): both
   sides shifted left by 20 (int16: 15), each scaled by `scale / (2 * max scale)`, summed,
@@ -34,7 +34,6 @@ from engine.relay.frontend.tflite.context import OpContext, integer_converter
 from engine.relay.frontend.tflite.fixed_point import (
     multiply_by_fixed,
     multiply_by_quantized,
-    multiply_by_quantized_int64,
     multiply_single_rounding,
     quantize_multiplier,
 )
@@ -131,17 +130,17 @@ def _bias_and_rescale(ctx: OpContext, acc: Expr, xq: QParams, wq: QParams,
     product = np.float64(xq.s) * wq.scale.astype("float64")  # exact: two float32 scales
     if single_rounding:
         return finish(ctx, multiply_single_rounding(acc, product / np.float64(out.s)), out)
-    if wide:
-        return finish(ctx, multiply_by_quantized_int64(acc, product / np.float64(out.s)), out)
-    return requantized(ctx, acc, product, out)
+    return requantized(ctx, acc, product, out, wide)
 
 
-def requantized(ctx: OpContext, acc: Expr, in_scale: np.ndarray, out: QParams) -> Expr:
-    """`qnn.requantize` with TFLite's rounding from the int32 accumulator's (float64)
-    scale, per channel along the last axis, then the fused activation's clamp."""
+def requantized(ctx: OpContext, acc: Expr, in_scale: np.ndarray, out: QParams,
+                wide: bool = False) -> Expr:
+    """`qnn.requantize` with TFLite's rounding (the int16x8 kernels' int64 form when
+    `wide`) from the accumulator's (float64) scale, per channel along the last axis, then
+    the fused activation's clamp."""
     scale = relay.const(in_scale if in_scale.size > 1 else in_scale.reshape(()))
     q = qnn.requantize(acc, scale, const_i32(0), const_f32(out.s), const_i32(out.zp), axis=-1,
-                       rounding="TFLITE", out_dtype=out.dtype)
+                       rounding="TFLITE_INT16" if wide else "TFLITE", out_dtype=out.dtype)
     return _clamped(ctx, q)
 
 
@@ -214,8 +213,7 @@ def batch_matmul(ctx: OpContext) -> Expr:
                                 transpose_a=adj_x, transpose_b=adj_y)
     out = qparams(ctx, ctx.out_tensor())
     product = np.asarray(np.float64(aq.s) * np.float64(bq.s))
-    result = finish(ctx, multiply_by_quantized_int64(acc, product / np.float64(out.s)), out) \
-        if _wide(aq.dtype) else requantized(ctx, acc, product, out)
+    result = requantized(ctx, acc, product, out, _wide(aq.dtype))
     rows = a_shape[-1] if adj_x else a_shape[-2]
     cols = b_shape[-2] if adj_y else b_shape[-1]
     return result if len(batch) == 1 else relay.reshape(result, newshape=[*batch, rows, cols])
