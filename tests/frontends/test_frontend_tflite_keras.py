@@ -47,6 +47,9 @@ MODELS = ["mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "resnet50",
 VARIANTS = ["float32", "float16", "dynamic"]
 INTEGER_VARIANTS = ["int8", "uint8io", "int16x8"]
 INT16_STEPS = {"efficientnet_b0_int16x8": 3.0}
+# what bench/make_tflite_models.py leaves out (UNRUNNABLE there): no reference outputs exist
+NO_REFERENCE = {"transformer_block_int16x8": "TFLite 2.21's converter emits an int16 "
+                "SQUARED_DIFFERENCE its own interpreter has no kernel for"}
 TOLERANCE = {"float32": (1e-3, 1e-5), "float16": (1e-3, 1e-5), "dynamic": (1e-3, 2e-2)}
 # dynamic-range models whose hybrid kernels see bit-identical float inputs: TFLite's numbers
 # to the last bits (MobileNetV3-Small's only difference is 3e-8 in its own float ops)
@@ -77,6 +80,8 @@ def case(request: pytest.FixtureRequest) -> tuple[str, TFLiteCase, dict[str, np.
 @pytest.fixture(scope="module", params=[f"{m}_{v}" for m in MODELS for v in INTEGER_VARIANTS])
 def integer_case(request: pytest.FixtureRequest
                  ) -> tuple[str, TFLiteCase, dict[str, np.ndarray]]:
+    if request.param in NO_REFERENCE:
+        pytest.skip(f"{request.param}: {NO_REFERENCE[request.param]}")
     return _run(request.param)
 
 
