@@ -20,7 +20,9 @@ its arithmetic is expressible here:
 - QLinearSigmoid, QLinearLeakyRelu: onnxruntime builds a 256-entry table of
   `quantize(f(dequantize(q)))`; the same dequantize -> float op -> quantize here (TVM's
   pattern): exact but where our float32 sigmoid and MLAS's differ in the last bit right
-  at a rounding tie (at most 1 LSB).
+  at a rounding tie (at most 1 LSB; none seen).
+- QLinearAveragePool: the float pool of the dequantized values, `round(y / sy + zy)`
+  (the zero point added before rounding, as onnxruntime's kernel does).
 - QLinearSoftmax: onnxruntime's table method: `exp((x - max(x) + shift) * sx)` per
   value (computed in float64 at import, stored float32), summed in float32, each output
   `round(e * floor(1 / sy) / sum) + zy`. The float32 sum's order may differ from
@@ -163,13 +165,15 @@ def qlinear_leaky_relu(ctx: NodeContext) -> ConvertResult:
 @converter(f"{MICROSOFT}.QLinearAveragePool")
 def qlinear_average_pool(ctx: NodeContext) -> ConvertResult:
     """Inputs X, x_scale, x_zero_point, y_scale, y_zero_point and AveragePool's
-    attributes: the float pool of the dequantized input, quantized."""
+    attributes: the float pool of the dequantized input, then `round(y / sy + zy)` (the
+    zero point added before rounding, as onnxruntime's kernel does)."""
     from engine.relay.frontend.onnx.nn import average_pool_of
 
     if int(ctx.attr("channels_last", 0)):
         raise ctx.fail("channels_last=1 is not supported")
     pooled = average_pool_of(ctx, _dequantized(ctx))
-    return _quantized(ctx, pooled, 3, 4, ctx.dtype(0))
+    shifted = relay.add(relay.divide(pooled, scalar_param(ctx, 3)), _zp_float(ctx, 4))
+    return _saturate(relay.round(shifted), ctx.dtype(0))
 
 
 @converter(f"{MICROSOFT}.QLinearConcat")

@@ -1,14 +1,22 @@
-"""ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear with their float
-semantics (per tensor, per axis and blocked), and the integer ops MatMulInteger,
-ConvInteger, QLinearMatMul and QLinearConv, composed from Relay ops. The integer QNN
-dialect (TVM's `qnn.*`) is a later step. Quantized types: 8-, 16-, 4- and 2-bit integers
-(int4 and int2 are ml_dtypes' types, one value per byte), float8 (saturating as Cast does,
-`saturate` attribute) and float4_e2m1fn; the integer ops take 8- and 16-bit integers.
+"""ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, and the integer ops
+MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv.
+
+The quantized layers import into the QNN dialect (TVM's `qnn.*`) where it computes them
+exactly: QuantizeLinear / DequantizeLinear of float32 to and from int8, uint8 or int16
+(int32 for dequantize), per tensor or per axis, as qnn.quantize / qnn.dequantize;
+QLinearConv's 2-D convolution as qnn.conv2d and QLinearMatMul with a 2-D b as qnn.dense,
+their scales and zero points operands (expressions). Everything else composes Relay ops
+with the float semantics: blocked scales, 4- and 2-bit integers (ml_dtypes' types, one
+value per byte), float8 (saturating as Cast does, `saturate` attribute) and
+float4_e2m1fn; the integer ops take 8- and 16-bit integers.
 
 The integer ops compute exactly as onnxruntime does: operands minus their zero points in
 int32, products accumulated in int32; QLinear* then requantize in float32
 (accumulator * (scale_a * scale_b / scale_y)), round half to even, add the output zero
-point and saturate."""
+point and saturate (`requantize_float`; qnn.requantize's fixed point rounds differently).
+A QuantizeLinear whose scale is infinite (onnxruntime's calibration writes one for a
+tensor holding -inf) sends the NaN quotient of an infinite input to the low bound, as
+MLAS's clamp does."""
 
 from __future__ import annotations
 
