@@ -12,7 +12,9 @@ composition, carries the quantized layers).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +26,9 @@ from engine.ir.expr import Call
 from engine.relay.analysis import post_order_visit
 from engine.relay.frontend.common import ConversionError
 from engine.relay.frontend.onnx import import_onnx
-from engine.relay.interpreter import evaluate
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from make_onnx_quantized import run_stages
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -66,23 +70,21 @@ def onnxruntime_output(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) ->
     return session.run(None, inputs)[0]
 
 
-def ours(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, set[str]]:
-    """Our output and the names of the ops in the imported module."""
+def check_exact(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> set[str]:
+    """Our output, imported (the interpreter), after relay.build's O3 pipeline (which
+    lowers the qnn ops) and built, equals onnxruntime's; the names of the imported ops."""
+    expected = onnxruntime_output(model, inputs)
     result = import_onnx(model)
     ops: set[str] = set()
     post_order_visit(result.mod["main"], lambda e: ops.add(e.op.name)
                      if isinstance(e, Call) and hasattr(e.op, "name") else None)
-    out = evaluate(result.mod, inputs)
-    return np.asarray(out.numpy() if hasattr(out, "numpy") else out), ops
-
-
-def check_exact(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> set[str]:
-    expected = onnxruntime_output(model, inputs)
-    actual, ops = ours(model, inputs)
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    if expected.dtype.kind == "f":
-        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6)
-    else:
+    stages = run_stages(result, inputs)
+    assert stages.coverage.failures == []
+    for actual in (stages.before[0], stages.after[0], stages.built[0]):
+        assert actual.dtype == expected.dtype and actual.shape == expected.shape
+        if expected.dtype.kind == "f":
+            np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6)
+            continue
         diff = np.abs(actual.astype("int64") - expected.astype("int64"))
         assert diff.max() == 0, f"{np.count_nonzero(diff)} of {diff.size} differ (max {diff.max()})"
     return ops

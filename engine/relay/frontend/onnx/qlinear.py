@@ -46,8 +46,9 @@ from engine.relay import qnn
 from engine.relay.frontend.onnx.quantize import (
     KERNEL_TYPES,
     int32_zero_point,
-    requantize_float,
+    requantize_onnxruntime,
     scalar_param,
+    scale_product,
 )
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 from engine.relay.frontend.onnx.util import norm_axis
@@ -133,9 +134,13 @@ def qlinear_global_average_pool(ctx: NodeContext) -> ConvertResult:
     total = relay.sum(relay.cast(x, "int32"), axis=axes, keepdims=True)
     acc = relay.subtract(total, relay.multiply(int32_zero_point(ctx, 2),
                                                relay.const(count, "int32")))
-    scale = relay.divide(scalar_param(ctx, 1),
-                         relay.multiply(scalar_param(ctx, 3), relay.const(float(count))))
-    return requantize_float(acc, scale, int32_zero_point(ctx, 4), ctx.dtype(0))
+    # the multiplier sx / (sy * N): the sum requantized to the output scale times N
+    in_scale = scale_product(ctx, [1])
+    out_scale = scale_product(ctx, [3, float(count)])
+    if in_scale is None or out_scale is None:
+        raise ctx.fail("x_scale and y_scale must be known at import time")
+    return requantize_onnxruntime(acc, in_scale, out_scale, int32_zero_point(ctx, 4),
+                                  ctx.dtype(0), axis=-1)
 
 
 def _dequantized(ctx: NodeContext, index: int = 0) -> Expr:
@@ -148,18 +153,22 @@ def _quantized(ctx: NodeContext, x: Expr, scale: int, zp: int, dtype: str) -> Ex
                            out_dtype=dtype)
 
 
+def _table_params(ctx: NodeContext) -> tuple[Expr, Expr, Expr, Expr]:
+    return (scalar_param(ctx, 1), int32_zero_point(ctx, 2), scalar_param(ctx, 3),
+            int32_zero_point(ctx, 4))
+
+
 @converter(f"{MICROSOFT}.QLinearSigmoid")
 def qlinear_sigmoid(ctx: NodeContext) -> ConvertResult:
-    """Inputs X, X_scale, X_zero_point, Y_scale, Y_zero_point."""
-    return _quantized(ctx, relay.sigmoid(_dequantized(ctx)), 3, 4, ctx.dtype(0))
+    """Inputs X, X_scale, X_zero_point, Y_scale, Y_zero_point: qnn.sigmoid."""
+    return qnn.op.sigmoid(_quantized_input(ctx, 0), *_table_params(ctx))
 
 
 @converter(f"{MICROSOFT}.QLinearLeakyRelu")
 def qlinear_leaky_relu(ctx: NodeContext) -> ConvertResult:
-    """Inputs as QLinearSigmoid's; attribute alpha (0.01)."""
+    """Inputs as QLinearSigmoid's; attribute alpha (0.01): qnn.leaky_relu."""
     alpha = float(ctx.attr("alpha", 0.01))
-    return _quantized(ctx, relay.nn.leaky_relu(_dequantized(ctx), alpha=alpha), 3, 4,
-                      ctx.dtype(0))
+    return qnn.op.leaky_relu(_quantized_input(ctx, 0), alpha, *_table_params(ctx))
 
 
 @converter(f"{MICROSOFT}.QLinearAveragePool")
@@ -183,10 +192,12 @@ def qlinear_concat(ctx: NodeContext) -> ConvertResult:
     if count < 1 or len(ctx.inputs) != 2 + 3 * count:
         raise ctx.fail("inputs must be Y_scale, Y_zero_point and (X, scale, zero point) "
                        "triples")
-    dtype = ctx.dtype(2)
-    parts = [_quantized(ctx, _dequantized(ctx, 2 + 3 * k), 0, 1, dtype) for k in range(count)]
     axis = norm_axis(int(ctx.attr("axis", 0)), ctx.rank(2))
-    return relay.concatenate(parts, axis=axis)
+    firsts = [2 + 3 * k for k in range(count)]
+    return qnn.op.concatenate([_quantized_input(ctx, k) for k in firsts],
+                              [scalar_param(ctx, k + 1) for k in firsts],
+                              [int32_zero_point(ctx, k + 2) for k in firsts],
+                              scalar_param(ctx, 0), int32_zero_point(ctx, 1), axis=axis)
 
 
 # --- softmax ---------------------------------------------------------------------------
@@ -240,13 +251,17 @@ def qgemm(ctx: NodeContext) -> ConvertResult:
                        scalar_param(ctx, 1), b_scale, units=units)
     if ctx.has(6):
         acc = relay.add(acc, relay.cast(ctx.input(6), "int32"))
-    alpha = relay.const(np.float32(ctx.attr("alpha", 1.0)))
-    scale = relay.multiply(relay.multiply(alpha, scalar_param(ctx, 1)), b_scale)
+    alpha = float(ctx.attr("alpha", 1.0))
     if not ctx.has(7):
+        scale = relay.multiply(relay.multiply(relay.const(np.float32(alpha)),
+                                              scalar_param(ctx, 1)), b_scale)
         return relay.multiply(_float(acc), scale)
-    scale = relay.divide(scale, scalar_param(ctx, 7))
+    in_scale, out_scale = scale_product(ctx, [alpha, 1, 4]), scale_product(ctx, [7])
+    if in_scale is None or out_scale is None:
+        raise ctx.fail("a_scale, b_scale and y_scale must be known at import time")
     out_dtype = ctx.dtype(8) if ctx.has(8) else "uint8"
-    return requantize_float(acc, scale, int32_zero_point(ctx, 8), out_dtype)
+    return requantize_onnxruntime(acc, in_scale, out_scale, int32_zero_point(ctx, 8),
+                                  out_dtype, axis=-1)
 
 
 @converter(f"{MICROSOFT}.MatMulIntegerToFloat")

@@ -13,7 +13,9 @@ float4_e2m1fn; the integer ops take 8- and 16-bit integers.
 The integer ops compute exactly as onnxruntime does: operands minus their zero points in
 int32, products accumulated in int32; QLinear* then requantize in float32
 (accumulator * (scale_a * scale_b / scale_y)), round half to even, add the output zero
-point and saturate (`requantize_float`; qnn.requantize's fixed point rounds differently).
+point and saturate: a qnn.requantize with compute_dtype="float32"
+(`requantize_onnxruntime`), or its float composition (`requantize_float`) where a
+per-row scale of a meets a per-column one of b.
 A QuantizeLinear whose scale is infinite (onnxruntime's calibration writes one for a
 tensor holding -inf) sends the NaN quotient of an infinite input to the low bound, as
 MLAS's clamp does."""
@@ -225,9 +227,40 @@ def requantize_float(acc: Expr, multiplier: Expr, zero_point: Expr, dtype: str) 
     return relay.cast(relay.clip(q, int(info.min), int(info.max)), dtype)
 
 
-def _requantize(ctx: NodeContext, acc: Expr, multiplier: Expr, zp_index: int,
-                dtype: str) -> Expr:
-    return requantize_float(acc, multiplier, int32_zero_point(ctx, zp_index), dtype)
+def scale_product(ctx: NodeContext, factors: list[int | float]) -> Expr | None:
+    """The float32 product, left to right, of the inputs numbered in `factors` (scalars or
+    per-channel vectors) and the floats among them, as one constant (qnn.requantize's
+    lowering needs its scales constant, and onnxruntime multiplies them ahead of time in
+    this order); None when an input is computed at run time."""
+    product: np.ndarray = np.ones((), "float32")  # 1 * a is a, exactly
+    for factor in factors:
+        if isinstance(factor, float):
+            product = product * np.float32(factor)
+            continue
+        value = ctx.value(factor)
+        if value is None:
+            return None
+        product = product * np.asarray(value, "float32").reshape(-1 if value.size > 1 else ())
+    return relay.const(np.asarray(product, "float32"))
+
+
+def requantize_onnxruntime(acc: Expr, in_scale: Expr, out_scale: Expr, zero_point: Expr,
+                           dtype: str, axis: int) -> Expr:
+    """The int32 accumulator `acc` (zero point 0, scale `in_scale`: per tensor or one per
+    position of `axis`) requantized as onnxruntime does: a qnn.requantize computing in
+    float32 (multiplier in_scale / out_scale, round half to even)."""
+    return qnn.op.requantize(acc, in_scale, relay.const(0, "int32"), out_scale, zero_point,
+                             axis=axis, compute_dtype="float32", out_dtype=dtype)
+
+
+def _requantize_product(ctx: NodeContext, acc: Expr, factors: list[int | float], y_scale: int,
+                        zp: Expr, dtype: str, axis: int) -> Expr | None:
+    """requantize_onnxruntime with the input scale the constant product of `factors`
+    (None when a scale is computed at run time)."""
+    in_scale, out_scale = scale_product(ctx, factors), scale_product(ctx, [y_scale])
+    if in_scale is None or out_scale is None:
+        return None
+    return requantize_onnxruntime(acc, in_scale, out_scale, zp, dtype, axis)
 
 
 def _scale(ctx: NodeContext, index: int, axis: int, rank: int) -> Expr:
@@ -251,6 +284,9 @@ def scalar_param(ctx: NodeContext, index: int) -> Expr:
     if not _is_per_tensor(ctx, index):
         raise ctx.fail(f"input {index} ({ctx.input_names[index]!r}) must be a scalar or "
                        f"have one element; it has shape {ctx.shape(index)}")
+    value = ctx.value(index)
+    if value is not None:  # a constant, as qnn lowerings need their parameters
+        return relay.const(np.asarray(value).reshape(()))
     return relay.reshape(ctx.input(index), newshape=[]) if ctx.shape(index) else ctx.input(index)
 
 
@@ -271,6 +307,10 @@ def int32_zero_point(ctx: NodeContext, index: int) -> Expr:
     take; 0 when it is absent."""
     if not ctx.has(index):
         return relay.const(0, "int32")
+    value = ctx.value(index)
+    if value is not None:  # a constant, as qnn lowerings need their parameters
+        value = np.asarray(value, "int32")
+        return relay.const(value.reshape(-1) if value.size > 1 else value.reshape(()))
     return relay.cast(_per_channel(ctx, index), "int32")
 
 
@@ -303,10 +343,16 @@ def qlinear_matmul(ctx: NodeContext) -> ConvertResult:
     else:
         acc = matmul_of(ctx, _int32_operand(ctx, 0, 2, -2), _int32_operand(ctx, 3, 5, -1),
                         b_index=3)
+    out_dtype = _out_dtype(ctx, 7)
+    if _is_per_tensor(ctx, 1):  # one scale per output column at most: a qnn.requantize
+        out = _requantize_product(ctx, acc, [1, 4], 6, int32_zero_point(ctx, 7), out_dtype,
+                                  axis=-1)
+        if out is not None:
+            return out
     multiplier = relay.divide(relay.multiply(_scale(ctx, 1, max(a_rank - 2, 0), a_rank),
                                              _scale(ctx, 4, b_rank - 1, b_rank)),
                               _scale(ctx, 6, 0, 1))
-    return _requantize(ctx, acc, multiplier, 7, _out_dtype(ctx, 7))
+    return requantize_float(acc, multiplier, int32_zero_point(ctx, 7), out_dtype)
 
 
 def _qlinear_conv_acc(ctx: NodeContext) -> Expr:
@@ -328,6 +374,10 @@ def qlinear_conv(ctx: NodeContext) -> ConvertResult:
     if ctx.has(8):
         acc = relay.add(acc, relay.reshape(relay.cast(ctx.input(8), "int32"),
                                            newshape=[-1] + [1] * (rank - 2)))
+    zero_point, out_dtype = int32_zero_point(ctx, 7), _out_dtype(ctx, 7)
+    out = _requantize_product(ctx, acc, [1, 4], 6, zero_point, out_dtype, axis=1)
+    if out is not None:
+        return out
     multiplier = relay.divide(relay.multiply(_scale(ctx, 1, 0, 1), _scale(ctx, 4, 1, rank)),
                               _scale(ctx, 6, 0, 1))
-    return _requantize(ctx, acc, multiplier, 7, _out_dtype(ctx, 7))
+    return requantize_float(acc, multiplier, zero_point, out_dtype)
