@@ -271,3 +271,17 @@ def test_a_per_channel_scale_where_one_is_required_is_named() -> None:
                         "int8", domain=MS)
     with pytest.raises(ConversionError, match=r"QLinearAdd.*a_scale.*one element"):
         import_onnx(model)
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
+def test_dynamic_quantize_matmul(per_channel: bool) -> None:
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((2, 3, 16)).astype("float32")
+    params = {"b": quantized(rng, (16, 5), "int8") // 2,
+              "b_scale": np.asarray(rng.uniform(0.001, 0.01, 5) if per_channel else 0.004,
+                                    "float32"),
+              "b_zp": np.zeros(5 if per_channel else (), "int8"),
+              "bias": rng.standard_normal(5).astype("float32")}
+    model = single_node("DynamicQuantizeMatMul", {"a": a}, params,
+                        ["a", "b", "b_scale", "b_zp", "bias"], "float32", domain=MS)
+    check_exact(model, {"a": a})

@@ -1,7 +1,8 @@
 """onnxruntime's quantized operators of the com.microsoft domain, as its quantizer emits
 them in QOperator format: QLinearAdd, QLinearMul, QLinearGlobalAveragePool,
-QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearConcat, QGemm
-and MatMulIntegerToFloat.
+QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearConcat and
+QGemm, and the MatMulIntegerToFloat / DynamicQuantizeMatMul its graph optimizer fuses
+dynamic quantization into.
 
 Each computes what onnxruntime's CPU kernel computes on x86-64 (MLAS), to the bit where
 its arithmetic is expressible here:
@@ -16,21 +17,21 @@ its arithmetic is expressible here:
 - QLinearMul: `(a - za) * (b - zb)` exact in int32, times `sa * sb / sc` in float32,
   plus zc, rounded half to even.
 - QLinearGlobalAveragePool: the int32 sum minus `zx * N`, times `sx / (sy * N)` in
-  float32, rounded, plus zy.
+  float32, rounded, plus zy (a qnn.requantize computing in float32).
 - QLinearSigmoid, QLinearLeakyRelu: onnxruntime builds a 256-entry table of
-  `quantize(f(dequantize(q)))`; the same dequantize -> float op -> quantize here (TVM's
-  pattern): exact but where our float32 sigmoid and MLAS's differ in the last bit right
-  at a rounding tie (at most 1 LSB; none seen).
+  `quantize(f(dequantize(q)))`; so do qnn.sigmoid and qnn.leaky_relu (TVM's table ops):
+  exact but where our float32 sigmoid and MLAS's could differ in the last bit right at a
+  rounding tie (at most 1 LSB; none seen).
 - QLinearAveragePool: the float pool of the dequantized values, `round(y / sy + zy)`
   (the zero point added before rounding, as onnxruntime's kernel does).
 - QLinearSoftmax: onnxruntime's table method: `exp((x - max(x) + shift) * sx)` per
   value (computed in float64 at import, stored float32), summed in float32, each output
   `round(e * floor(1 / sy) / sum) + zy`. The float32 sum's order may differ from
   onnxruntime's sequential sum in the last bit (at most 1 LSB at a tie).
-- QLinearConcat: each input requantized (dequantize -> quantize) to the output's
-  parameters, then concatenated.
-- QGemm: `(A - za) @ (B - zb) + C` in int32, requantized by `alpha * sa * sb / sy` in
-  float32 as QLinearMatMul is; without y_scale a float output `acc * alpha * sa * sb`.
+- QLinearConcat: qnn.concatenate (each input requantized to the output's parameters).
+- QGemm: qnn.dense `(A - za) @ (B - zb)` plus C in int32, requantized by
+  `alpha * sa * sb / sy` in float32 as QLinearMatMul is; without y_scale a float output
+  `acc * alpha * sa * sb`.
 """
 
 from __future__ import annotations
@@ -43,9 +44,13 @@ import engine.relay as relay
 from engine.ir.dtype import iinfo
 from engine.ir.expr import Expr
 from engine.relay import qnn
+from engine.relay.frontend.onnx.nn import average_pool_of, matmul_of
 from engine.relay.frontend.onnx.quantize import (
     KERNEL_TYPES,
+    dynamic_quantize,
+    int32_operand,
     int32_zero_point,
+    integer_matmul,
     requantize_onnxruntime,
     scalar_param,
     scale_product,
@@ -148,11 +153,6 @@ def _dequantized(ctx: NodeContext, index: int = 0) -> Expr:
                              int32_zero_point(ctx, index + 2))
 
 
-def _quantized(ctx: NodeContext, x: Expr, scale: int, zp: int, dtype: str) -> Expr:
-    return qnn.op.quantize(x, scalar_param(ctx, scale), int32_zero_point(ctx, zp),
-                           out_dtype=dtype)
-
-
 def _table_params(ctx: NodeContext) -> tuple[Expr, Expr, Expr, Expr]:
     return (scalar_param(ctx, 1), int32_zero_point(ctx, 2), scalar_param(ctx, 3),
             int32_zero_point(ctx, 4))
@@ -176,8 +176,6 @@ def qlinear_average_pool(ctx: NodeContext) -> ConvertResult:
     """Inputs X, x_scale, x_zero_point, y_scale, y_zero_point and AveragePool's
     attributes: the float pool of the dequantized input, then `round(y / sy + zy)` (the
     zero point added before rounding, as onnxruntime's kernel does)."""
-    from engine.relay.frontend.onnx.nn import average_pool_of
-
     if int(ctx.attr("channels_last", 0)):
         raise ctx.fail("channels_last=1 is not supported")
     pooled = average_pool_of(ctx, _dequantized(ctx))
@@ -268,9 +266,18 @@ def qgemm(ctx: NodeContext) -> ConvertResult:
 def matmul_integer_to_float(ctx: NodeContext) -> ConvertResult:
     """Inputs A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias:
     float(MatMulInteger(A, B)) * (a_scale * b_scale) + bias."""
-    from engine.relay.frontend.onnx.quantize import integer_matmul
-
     acc = integer_matmul(ctx, 0, 1, 4, 5)
     scale = relay.multiply(ctx.input(2), ctx.input(3))
     out = relay.multiply(_float(acc), scale)
     return relay.add(out, ctx.input(6)) if ctx.has(6) else out
+
+
+@converter(f"{MICROSOFT}.DynamicQuantizeMatMul")
+def dynamic_quantize_matmul(ctx: NodeContext) -> ConvertResult:
+    """Inputs A (float), B (8-bit), b_scale, b_zero_point, bias: A quantized as
+    DynamicQuantizeLinear does, then float(MatMulInteger) * (a_scale * b_scale) + bias."""
+    q, a_scale, a_zp = dynamic_quantize(ctx.input(0), ctx.dtype(0))
+    a = relay.subtract(relay.cast(q, "int32"), relay.cast(a_zp, "int32"))
+    acc = matmul_of(ctx, a, int32_operand(ctx, 1, 3, -1))
+    out = relay.multiply(_float(acc), relay.multiply(a_scale, ctx.input(2)))
+    return relay.add(out, ctx.input(4)) if ctx.has(4) else out

@@ -156,16 +156,19 @@ def dequantize_linear(ctx: NodeContext) -> ConvertResult:
 
 @converter("DynamicQuantizeLinear", since=11)
 def dynamic_quantize_linear(ctx: NodeContext) -> ConvertResult:
-    """uint8: scale = (max(x, 0) - min(x, 0)) / 255, zero point = round(-min / scale)."""
-    x = ctx.input(0)
-    dtype = ctx.dtype(0)
+    return list(dynamic_quantize(ctx.input(0), ctx.dtype(0)))
+
+
+def dynamic_quantize(x: Expr, dtype: str) -> tuple[Expr, Expr, Expr]:
+    """DynamicQuantizeLinear of `x` (of float `dtype`): (uint8 values, scale, zero point),
+    scale = (max(x, 0) - min(x, 0)) / 255, zero point = round(-min / scale)."""
     zero = relay.const(0.0, dtype)
     high = relay.maximum(relay.max(x), zero)
     low = relay.minimum(relay.min(x), zero)
     scale = relay.divide(relay.subtract(high, low), relay.const(255.0, dtype))
     zp_float = relay.clip(relay.round(relay.divide(relay.negative(low), scale)), 0.0, 255.0)
     zero_point = relay.cast(zp_float, "uint8")
-    return [_quantize(x, scale, zero_point, dtype, "uint8"), scale, zero_point]
+    return _quantize(x, scale, zero_point, dtype, "uint8"), scale, zero_point
 
 
 # --- integer matmul and convolution ------------------------------------------------------
@@ -182,7 +185,7 @@ def _vector_along(ctx: NodeContext, index: int, axis: int, rank: int) -> Expr:
     return relay.reshape(param, newshape=[-1] + [1] * (rank - axis - 1))
 
 
-def _int32_operand(ctx: NodeContext, index: int, zp_index: int, zp_axis: int) -> Expr:
+def int32_operand(ctx: NodeContext, index: int, zp_index: int, zp_axis: int) -> Expr:
     """Input `index` in int32 minus its zero point (input `zp_index`, when given), the zero
     point per position of `zp_axis` when it is a vector."""
     if ctx.dtype(index) not in INTEGER_OP_TYPES:
@@ -199,7 +202,7 @@ def _int32_operand(ctx: NodeContext, index: int, zp_index: int, zp_axis: int) ->
 def integer_matmul(ctx: NodeContext, a: int, b: int, a_zp: int, b_zp: int) -> Expr:
     """int32 (input a - input a_zp) @ (input b - input b_zp); a zero point per row of a,
     per column of b."""
-    return matmul_of(ctx, _int32_operand(ctx, a, a_zp, -2), _int32_operand(ctx, b, b_zp, -1),
+    return matmul_of(ctx, int32_operand(ctx, a, a_zp, -2), int32_operand(ctx, b, b_zp, -1),
                      b_index=b)
 
 
@@ -213,8 +216,8 @@ def matmul_integer(ctx: NodeContext) -> ConvertResult:
 def conv_integer(ctx: NodeContext) -> ConvertResult:
     """int32 conv of (x - x_zero_point) by (w - w_zero_point): the padding is the zero
     point (0 after the shift); w's zero point may be per output channel."""
-    x = _int32_operand(ctx, 0, 2, 1)
-    w = _int32_operand(ctx, 1, 3, 0)
+    x = int32_operand(ctx, 0, 2, 1)
+    w = int32_operand(ctx, 1, 3, 0)
     return conv_of(ctx, x, w)
 
 
@@ -341,7 +344,7 @@ def qlinear_matmul(ctx: NodeContext) -> ConvertResult:
     if _qnn_dense_fits(ctx):
         acc = _qnn_dense(ctx)
     else:
-        acc = matmul_of(ctx, _int32_operand(ctx, 0, 2, -2), _int32_operand(ctx, 3, 5, -1),
+        acc = matmul_of(ctx, int32_operand(ctx, 0, 2, -2), int32_operand(ctx, 3, 5, -1),
                         b_index=3)
     out_dtype = _out_dtype(ctx, 7)
     if _is_per_tensor(ctx, 1):  # one scale per output column at most: a qnn.requantize
@@ -361,7 +364,7 @@ def _qlinear_conv_acc(ctx: NodeContext) -> Expr:
     if ctx.rank(0) == 4 and ctx.dtype(0) in KERNEL_TYPES and ctx.dtype(3) in KERNEL_TYPES:
         return qnn.op.conv2d(ctx.input(0), ctx.input(3), *_kernel_qparams(ctx, 0, 3),
                              **conv_window(ctx, 3))
-    return conv_of(ctx, _int32_operand(ctx, 0, 2, 1), _int32_operand(ctx, 3, 5, 0), w_index=3)
+    return conv_of(ctx, int32_operand(ctx, 0, 2, 1), int32_operand(ctx, 3, 5, 0), w_index=3)
 
 
 @converter("QLinearConv", since=10)
