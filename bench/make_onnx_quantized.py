@@ -27,13 +27,12 @@ Files are kept in bench/models/quantized/<key>/<model>.<variant>.<hash>.onnx, th
 naming onnxruntime's version and a hash of the generating code, the hash the float
 export's, so any change makes them afresh (and removes the other keys' folders); beside each, <same>.npz holds seeded test inputs (`in:<name>` entries).
 
-`--report` also imports each file, runs relay.build's O3 pipeline and the built graph,
-and compares with onnxruntime (the errors in output quantization steps, LSBs, and the
-times), appending the table to bench/results/onnx_quantized.md; the acceptance test
-tests/frontends/test_frontend_onnx_quantized.py uses the same measuring functions.
+The measuring functions below (onnxruntime's outputs in either session, the error in
+output quantization steps, `run_stages`: the interpreter before and after relay.build's
+O3 pipeline and the built graph) serve bench/bench_onnx_quantized.py and the acceptance
+test tests/frontends/test_frontend_onnx_quantized.py.
 
     .venv/bin/python bench/make_onnx_quantized.py [--models resnet18,...] [--variants ...]
-        [--report] [--no-write]
 """
 
 from __future__ import annotations
@@ -378,69 +377,22 @@ def run_stages(result: Any, inputs: dict[str, np.ndarray]) -> Stages:
     return Stages(before, after, built, check, lib, seconds)
 
 
-def _report_row(name: str, variant: str) -> dict[str, Any]:
-    import onnx
-
-    from engine.relay.frontend.onnx import import_onnx
-
-    path = quantized_model(name, variant)
-    inputs, model = test_inputs(path), onnx.load(str(path))
-    steps = output_steps(model)
-    default = onnxruntime_outputs(path, inputs, optimized=True)
-    literal = onnxruntime_outputs(path, inputs, optimized=False)
-    start = time.perf_counter()
-    result = import_onnx(model)
-    row: dict[str, Any] = {"model": name, "variant": variant,
-                           "import_s": time.perf_counter() - start}
-    stages = run_stages(result, inputs)
-
-    def worst(actual: list[np.ndarray], reference: list[np.ndarray], lsb: bool) -> Any:
-        found = [output_error(a, r, s) for a, r, s in zip(actual, reference, steps)
-                 if bool(s) == lsb]
-        return "" if not found else max(found) if lsb else f"{max(found):.1e}"
-
-    qdq = variant.startswith("qdq")
-    for stage, outputs in (("before", stages.before), ("after", stages.after),
-                           ("built", stages.built)):
-        row[f"{stage}_lsb"] = worst(outputs, default, lsb=True)
-        row[f"{stage}_abs"] = worst(outputs, default, lsb=False)
-    row.update({"literal_lsb": worst(stages.before, literal, lsb=True) if qdq else "",
-                "ort_sessions_lsb": worst(default, literal, lsb=True) if qdq else "",
-                "coverage_failures": len(stages.coverage.failures), **stages.seconds})
-    return row
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--variants", default=",".join(VARIANTS))
-    parser.add_argument("--report", action="store_true",
-                        help="import, build and compare each file with onnxruntime")
-    parser.add_argument("--no-write", action="store_true", help="print the report only")
     args = parser.parse_args(argv)
-    chosen = set(args.models.split(",")), set(args.variants.split(","))
-    picked = [c for c in cases() if c[0] in chosen[0] and c[1] in chosen[1]]
-    for name, variant in picked:
+    for name, variant in picked_cases(args.models, args.variants):
         path = quantized_model(name, variant)
         print(f"{name}.{variant}: {path.relative_to(ROOT)}")
         print("   ", ", ".join(f"{k} {v}" for k, v in op_census(path).items()))
-    if args.report:
-        sys.path.insert(0, str(ROOT / "bench"))
-        from _common import report
-
-        rows = [_report_row(name, variant) for name, variant in picked]
-        columns = ("model", "variant", "import_s", "before_lsb", "after_lsb", "built_lsb",
-                   "before_abs", "after_abs", "built_abs", "literal_lsb", "ort_sessions_lsb",
-                   "coverage_failures", "interpret_s", "pipeline_s", "lower_s")
-        report("onnx_quantized", "onnxruntime-quantized models: our error against "
-               "onnxruntime's default session", columns, rows,
-               ["*_lsb: in the output's quantization steps; *_abs: absolute, for float "
-                "outputs computed after the quantized layers (no output step)",
-                "literal_lsb: our import against ORT_DISABLE_ALL (the QDQ file's float "
-                "semantics); ort_sessions_lsb: onnxruntime's two sessions against each other",
-                "before: the interpreter on the import; after: on the O3-optimized module; "
-                "built: relay.build + graph runtime"], write=not args.no_write)
     return 0
+
+
+def picked_cases(models: str, variants: str) -> list[tuple[str, str]]:
+    """The cases among comma-separated `models` and `variants`."""
+    chosen = set(models.split(",")), set(variants.split(","))
+    return [c for c in cases() if c[0] in chosen[0] and c[1] in chosen[1]]
 
 
 if __name__ == "__main__":
