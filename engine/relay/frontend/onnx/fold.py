@@ -17,6 +17,10 @@ _NONDETERMINISTIC = frozenset({
     "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
     "Bernoulli", "Dropout",
 })
+# quantization boundaries stay in the graph even on constants (a weight's DequantizeLinear):
+# they are what a quantized model is read for, and FakeQuantizationToInteger needs the
+# integer weight behind them; FoldConstant folds them after qnn.transform.Legalize
+_KEEP = frozenset({"QuantizeLinear", "DequantizeLinear"})
 _FOLD_ERRORS = (ValueError, TypeError, IndexError, KeyError, RuntimeError, NotImplementedError,
                 AttributeError, ZeroDivisionError, OverflowError)
 
@@ -45,7 +49,7 @@ def _predicted_elements(node: onnx.NodeProto, values: Sequence[np.ndarray]) -> i
 def fold_node(node: onnx.NodeProto, values: Sequence[np.ndarray | None],
               opset: int) -> list[np.ndarray] | None:
     """The node's outputs if every input is known and folding is cheap and safe, else None."""
-    if node.op_type in _NONDETERMINISTIC or node.domain not in ("", "ai.onnx"):
+    if node.op_type in _NONDETERMINISTIC or node.op_type in _KEEP or node.domain not in ("", "ai.onnx"):
         return None
     if any(attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
            for attr in node.attribute):

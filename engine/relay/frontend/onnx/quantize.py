@@ -93,10 +93,14 @@ def _qnn_axis(ctx: NodeContext, dtype: str, types: tuple[str, ...]) -> int | Non
         return None
     if int(ctx.attr("precision", 0)) not in (0, 1):
         return None
-    rank = len(ctx.static_shape(0))
-    if len(ctx.static_shape(1)) > 1:
+    rank, scale_shape = len(ctx.static_shape(0)), ctx.static_shape(1)
+    if len(scale_shape) > 1:
         return None
-    return norm_axis(int(ctx.attr("axis", 1)), rank) if rank else 0
+    if not rank:
+        return 0
+    if int(np.prod(scale_shape)) == 1:
+        return rank - 1  # per tensor: ONNX ignores `axis` (its default 1 may not exist)
+    return norm_axis(int(ctx.attr("axis", 1)), rank)
 
 
 def _finite(ctx: NodeContext, index: int) -> bool:
