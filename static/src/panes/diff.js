@@ -10,6 +10,7 @@ import { TOPIC } from "../hub.js";
 import { snapshotLabel } from "../protocol.js";
 import { Pane } from "../pane.js";
 import { highlightsFor, sourceIndexOf } from "../sourcemap.js";
+import { quantExtensions } from "../quant.js";
 
 const SIDES = ["a", "b"];
 const VIEW_KEY = "irx.diffView";
@@ -267,6 +268,7 @@ export class DiffPane extends Pane {
         relayEditorExtensions({ onPick: (pos) => this.pick(s, pos), onEscape: () => this.hub.emit(TOPIC.CLEAR, {}),
           label: s === "a" ? "IR before" : "IR after" }),
         hiddenText(hide),
+        quantExtensions(() => this.indexes[s]),
         foldable,
         this.viewOptions.wrap ? softWrap : [],
       ],

@@ -1,0 +1,125 @@
+// Quantization in the IR panes: integer dtypes marked where they appear, a hover card on
+// any expression (its type; a qnn scale's or zero point's every value, from the source
+// map's `qparam`), and the numerics check's error in quantization steps (LSBs).
+import { Decoration, MatchDecorator, ViewPlugin, hoverTooltip } from "@codemirror/view";
+import { h } from "./dom.js";
+
+/** Integer dtypes: the ones a quantization boundary moves between. */
+const INT_DTYPE = /\bu?int(?:4|8|16|32|64)\b/g;
+/** The printer's type comment of an expression (`/* ty=Tensor[(1, 4), int8] *\/`). */
+const TYPE_COMMENT = /\/\* ty=(.*?) \*\//g;
+/** At most this much of an entry's text is searched for its type comment (its tail). */
+const TYPE_TAIL = 4000;
+/** Values a card lists before "… N more" (the list scrolls). */
+const MAX_LISTED = 4096;
+
+/** "0 LSB", "1 LSB", "2.5 LSB". */
+export function lsbText(steps) {
+  return `${Number(steps.toPrecision(3))} LSB`;
+}
+
+/** The title of a pass's numerics mark: float error, and in steps for a quantized model. */
+export function numericsTitle(n) {
+  const lines = [n.ok ? "numerics ok" : "numerics drifted", `max |err| ${n.max_abs_err}`];
+  if (n.max_lsb_err !== undefined && n.max_lsb_err !== null) {
+    lines.push(`max error of the quantized outputs: ${lsbText(n.max_lsb_err)} (ok within 1)`);
+  }
+  if (n.error) lines.push(n.error);
+  return lines.join("\n");
+}
+
+const dtypeDecorator = new MatchDecorator({
+  regexp: INT_DTYPE,
+  decoration: (m) => Decoration.mark({ class: `cm-dtype cm-dtype-${m[0]}`, attributes: { "data-dtype": m[0] } }),
+});
+
+/** Marks every integer dtype in the text (types, type comments), one class per dtype. */
+export const dtypeMarks = ViewPlugin.define((view) => ({
+  decorations: dtypeDecorator.createDeco(view),
+  update(u) { this.decorations = dtypeDecorator.updateDeco(u, this.decorations); },
+}), { decorations: (v) => v.decorations });
+
+/** The definition entry of an entry's node (a use `%3` points at its `%3 = ...`). */
+function definition(index, entry) {
+  if (!entry.ref) return entry;
+  return index.entriesOfNode(entry.node_id).find((e) => !e.ref) ?? entry;
+}
+
+/**
+ * The type of an expression as printed: a variable's annotation, else the last type comment
+ * of its definition (its own trailer: operands are bound names or atoms before it).
+ * @param {import("./sourcemap.js").SourceIndex} index
+ * @param {(from: number, to: number) => string} slice text of the snapshot
+ */
+export function typeOfEntry(index, slice, entry) {
+  const def = definition(index, entry);
+  const text = slice(Math.max(def.from, def.to - TYPE_TAIL), def.to);
+  if (def.kind === "var") {
+    const m = text.match(/^%[^:\s]+: (.*?)(?: \/\*.*)?$/s);
+    if (m) return m[1];
+  }
+  let found = null;
+  for (const m of text.matchAll(TYPE_COMMENT)) found = m[1];
+  return found;
+}
+
+/** The qparam (every value of a scale or zero point) of the entry's node, if it has one. */
+export function qparamOf(index, entry) {
+  return definition(index, entry).qparam ?? null;
+}
+
+function shapeText(shape) {
+  return `[${shape.join(", ")}]`;
+}
+
+/** Marks the integer dtypes of a plain text (a type) as the editor does. */
+function typeLine(text) {
+  const parts = [];
+  let last = 0;
+  for (const m of text.matchAll(INT_DTYPE)) {
+    parts.push(text.slice(last, m.index), h(`span.cm-dtype.cm-dtype-${m[0]}`, { dataset: { dtype: m[0] } }, m[0]));
+    last = m.index + m[0].length;
+  }
+  parts.push(text.slice(last));
+  return h("code.quant-type", { "data-testid": "hover-type" }, parts);
+}
+
+function valuesList(qparam) {
+  const shown = qparam.values.slice(0, MAX_LISTED);
+  return h("ol.quant-values", { "data-testid": "hover-values", start: 0 },
+    shown.map((v) => h("li", {}, String(v))),
+    qparam.values.length > shown.length ? h("li.hint", {}, `… ${qparam.values.length - shown.length} more`) : null);
+}
+
+/** The hover card of an entry: what it is, its type, and a qparam's values. */
+export function hoverCard(entry, type, qparam) {
+  const head = qparam ? qparam.role : entry.op ?? entry.kind;
+  return h("div.quant-card", { "data-testid": "hover-card" },
+    h("div.quant-head", {}, h("strong", {}, head),
+      qparam ? h("span.quant-shape", {}, ` ${qparam.dtype}${shapeText(qparam.shape)}`) : null),
+    type ? typeLine(type) : null,
+    qparam ? valuesList(qparam) : null);
+}
+
+/**
+ * The hover card extension of an IR editor whose source index `getIndex()` returns (null
+ * until it is loaded).
+ */
+export function quantHover(getIndex) {
+  return hoverTooltip((view, pos) => {
+    const index = getIndex();
+    const entry = index?.entryAt(pos);
+    if (!entry) return null;
+    const slice = (from, to) => view.state.doc.sliceString(from, to);
+    const qparam = qparamOf(index, entry);
+    const type = typeOfEntry(index, slice, entry);
+    if (!qparam && !type) return null;
+    return { pos: entry.from, end: entry.to, above: true,
+      create: () => ({ dom: hoverCard(entry, type, qparam) }) };
+  }, { hoverTime: 200 });
+}
+
+/** The extensions an IR pane adds for quantized models. */
+export function quantExtensions(getIndex) {
+  return [dtypeMarks, quantHover(getIndex)];
+}
