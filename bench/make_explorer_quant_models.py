@@ -212,6 +212,29 @@ def canonical_relay_file() -> Path:
     return _cached_text("convnet_int.relay", canonical_relay_text)
 
 
+def int_conv_relay_text() -> str:
+    """The canonicalized network up to its first conv's int32 accumulator (quantize, the
+    integer nn.conv2d with zero points subtracted, bias_add): an integer conv kernel that
+    builds in the app today. (The whole canonicalized network fails to lower there: the
+    requantize's right_shift, an extern stage fused after the conv, reads the conv's
+    cache-write stage from outside the loop it is attached in.)"""
+    from engine.ir import IRModule
+    from engine.ir.expr import Call, Function
+    from engine.ir.traversal import post_order
+    from engine.relay.parser import parse
+    from engine.relay.printer import astext
+
+    main = parse(canonical_relay_file().read_text())["main"]
+    acc = next(n for n in post_order(main.body)
+               if isinstance(n, Call) and getattr(n.op, "name", "") == "nn.bias_add")
+    return astext(IRModule.from_expr(Function(main.params, acc)))
+
+
+def int_conv_relay_file() -> Path:
+    """`int_conv_relay_text()`, cached."""
+    return _cached_text("conv1_int.relay", int_conv_relay_text)
+
+
 def reference_outputs(x: np.ndarray) -> np.ndarray:
     """onnxruntime's output of the QOperator model."""
     import onnxruntime as ort
@@ -224,4 +247,5 @@ if __name__ == "__main__":
     print(qoperator_onnx())
     print(qnn_relay_file())
     print(canonical_relay_file())
+    print(int_conv_relay_file())
     sys.exit(0)

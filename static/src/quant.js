@@ -6,8 +6,12 @@ import { h } from "./dom.js";
 
 /** Integer dtypes: the ones a quantization boundary moves between. */
 const INT_DTYPE = /\bu?int(?:4|8|16|32|64)\b/g;
-/** The printer's type comment of an expression (`/* ty=Tensor[(1, 4), int8] *\/`). */
-const TYPE_COMMENT = /\/\* ty=(.*?) \*\//g;
+/**
+ * The printer's type comment of an expression (`/* ty=Tensor[(1, 4), int8] *\/`): its
+ * trailer, at the end of its text, before its span comment if any (the operands' own type
+ * comments come earlier; a node without a checked type has none).
+ */
+const OWN_TYPE = / \/\* ty=((?:(?!\*\/).)*?) \*\/(?: \/\*(?:(?!\*\/).)*\*\/)*$/s;
 /** At most this much of an entry's text is searched for its type comment (its tail). */
 const TYPE_TAIL = 4000;
 /** Values a card lists before "… N more" (the list scrolls). */
@@ -46,8 +50,8 @@ function definition(index, entry) {
 }
 
 /**
- * The type of an expression as printed: a variable's annotation, else the last type comment
- * of its definition (its own trailer: operands are bound names or atoms before it).
+ * The type of an expression as printed: a variable's annotation, else the type comment that
+ * ends its definition (null when it was printed without one).
  * @param {import("./sourcemap.js").SourceIndex} index
  * @param {(from: number, to: number) => string} slice text of the snapshot
  */
@@ -58,9 +62,7 @@ export function typeOfEntry(index, slice, entry) {
     const m = text.match(/^%[^:\s]+: (.*?)(?: \/\*.*)?$/s);
     if (m) return m[1];
   }
-  let found = null;
-  for (const m of text.matchAll(TYPE_COMMENT)) found = m[1];
-  return found;
+  return text.match(OWN_TYPE)?.[1] ?? null;
 }
 
 /** The qparam (every value of a scale or zero point) of the entry's node, if it has one. */
