@@ -90,6 +90,11 @@ INTRINSICS: dict[str, Intrinsic] = {i.name: i for i in [
     Intrinsic("round", lambda x: float(np.rint(x))),
     Intrinsic("isnan", math.isnan),
     Intrinsic("pow", _safe(lambda x, y: float(x) ** y, math.inf), 2),
+    Intrinsic("shift_right", lambda x, y: int(x) >> int(y), 2),
+    Intrinsic("shift_left", lambda x, y: int(x) << int(y), 2),
+    Intrinsic("bitwise_and", lambda x, y: int(x) & int(y), 2),
+    Intrinsic("bitwise_or", lambda x, y: int(x) | int(y), 2),
+    Intrinsic("bitwise_xor", lambda x, y: int(x) ^ int(y), 2),
     Intrinsic("likely", lambda x: x),
     Intrinsic("if_then_else", None, 3, lazy=True),
 ]}

@@ -77,6 +77,12 @@ UNARY: dict[str, Unary] = {
     "asin": _asin, "acos": lambda x: E.make_const(math.pi / 2, "float32") - _asin(x),
 }
 
+def _intrin2(name: str) -> Binary:
+    """A two-argument integer intrinsic (TVM's `>>` is the call tir.shift_right); the
+    result's dtype is the first operand's (the stored value is cast to the output's)."""
+    return lambda a, b: intrin.call_intrin(name, a, b, dtype=a.dtype)
+
+
 BINARY: dict[str, Binary] = {
     "add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "multiply": lambda a, b: a * b,
     "divide": lambda a, b: a / b, "trunc_divide": lambda a, b: a / b,
@@ -88,6 +94,10 @@ BINARY: dict[str, Binary] = {
     "greater": lambda a, b: a > b, "greater_equal": lambda a, b: a >= b,
     "logical_and": lambda a, b: E.And(a=a, b=b), "logical_or": lambda a, b: E.Or(a=a, b=b),
     "logical_xor": lambda a, b: E.NE(a=a, b=b),
+    **{name: _intrin2(intrinsic) for name, intrinsic in (
+        ("right_shift", "shift_right"), ("left_shift", "shift_left"),
+        ("bitwise_and", "bitwise_and"), ("bitwise_or", "bitwise_or"),
+        ("bitwise_xor", "bitwise_xor"))},
 }
 
 

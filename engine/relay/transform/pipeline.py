@@ -6,7 +6,9 @@
 own opt_level, so the enclosing PassContext decides which run (its
 `opt_level`, `required_pass`, `disabled_pass`); passes this engine does not
 have (ToBasicBlockNormalForm, Legalize, CombineParallel*, CanonicalizeCast,
-FlattenAtrousConv, FastMath, PlanDevices) are left out.
+FlattenAtrousConv, FastMath, PlanDevices) are left out. The QNN dialect's
+`relay.qnn.transform.Legalize` runs where TVM runs it, before the standard
+passes: it lowers every qnn op to integer Relay (at every opt_level).
 
 `optimize(mod, target, params)` binds `params` into `main` by name and runs
 the pipeline under the current PassContext, returning `(mod, params)` as
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any
 
 import numpy as np
@@ -36,14 +39,15 @@ def skip_int32_cast(expr: Expr) -> bool:
 
 @dataclass(frozen=True)
 class Step:
-    """One pass of the pipeline: its name in `relay.transform` and constructor arguments."""
+    """One pass of the pipeline: its name in its namespace (`relay.transform`, or
+    `relay.qnn.transform` for the QNN dialect's) and constructor arguments."""
 
     name: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    namespace: str = "engine.relay.transform"
 
     def make(self) -> Pass | None:
-        from engine.relay import transform
-
+        transform = import_module(self.namespace)
         factory: Callable[..., Pass] | None = getattr(transform, self.name, None)
         return None if factory is None else factory(**self.kwargs)
 
@@ -53,6 +57,7 @@ def pipeline_steps(target: str = "llvm") -> list[Step]:
     return [
         Step("RemoveUnusedFunctions"),
         Step("ToBasicBlockNormalForm"),
+        Step("Legalize", namespace="engine.relay.qnn.transform"),
         Step("Legalize"),
         Step("SimplifyInference"),
         Step("DynamicToStatic"),

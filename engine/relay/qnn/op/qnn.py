@@ -35,7 +35,11 @@ from engine.relay.qnn.fixed_point import (
     dtype_range,
     fixed_point,
     fixed_point_multiply,
+    float_multiplier,
+    float_requantize,
     rounding_mode,
+    tflite_fixed_point,
+    tflite_multiply,
 )
 
 QUANTIZE_KEY = "relay.attrs.QuantizeAttrs"
@@ -61,13 +65,15 @@ def check_in(ty: TensorType, index: int, dtypes: Sequence[str], what: str) -> No
                                 expected=" or ".join(dtypes), actual=type_str(ty))
 
 
-def check_qparam(arg_types: Sequence[Type], index: int, dtype: str, channels: Dim | None
-                 ) -> None:
-    """A scale or zero point: `dtype`, a scalar (or one element), or one per channel."""
+def check_qparam(arg_types: Sequence[Type], index: int, dtype: str, channels: Dim | None,
+                 also: str | None = None) -> None:
+    """A scale or zero point: `dtype` (or `also`), a scalar (or one element), or one per
+    channel."""
     ty = tensor_arg(arg_types, index)
     what = "scale" if dtype == "float32" else "zero point"
-    if ty.dtype != dtype:
-        raise TypeRelationError(f"a {what} must be {dtype}", arg=index, expected=dtype,
+    if ty.dtype != dtype and ty.dtype != also:
+        expected = dtype if also is None else f"{dtype} or {also}"
+        raise TypeRelationError(f"a {what} must be {expected}", arg=index, expected=expected,
                                 actual=type_str(ty))
     if ty.ndim == 0 or (ty.ndim == 1 and not is_any(ty.shape[0]) and int(ty.shape[0]) == 1):
         return
@@ -75,6 +81,16 @@ def check_qparam(arg_types: Sequence[Type], index: int, dtype: str, channels: Di
         raise TypeRelationError(f"a {what} must be a scalar or 1-D along the quantization axis",
                                 arg=index, expected="() or (C,)", actual=type_str(ty))
     check_dim(ty.shape[0], channels, index, f"{what} length (the axis size)", ty)
+
+
+def check_unary_qparams(arg_types: Sequence[Type], dtypes: Sequence[str]) -> TensorType:
+    """(data, in_scale, in_zp, out_scale, out_zp), all per tensor: the data's type."""
+    check_arity(arg_types, 5)
+    data = tensor_arg(arg_types, 0)
+    check_in(data, 0, dtypes, "the input")
+    for index in range(1, 5):
+        check_qparam(arg_types, index, "float32" if index % 2 else "int32", None)
+    return data
 
 
 def axis_dim(ty: TensorType, axis: int, index: int = 0) -> Dim | None:
@@ -107,14 +123,32 @@ def saturate(x: np.ndarray, dtype: str) -> np.ndarray:
 
 def requantize_values(x: np.ndarray, in_scale: np.ndarray, in_zp: np.ndarray,
                       out_scale: np.ndarray, out_zp: np.ndarray, axis: int, rounding: str,
-                      out_dtype: str) -> np.ndarray:
-    """TVM's requantize: (x - in_zp) * in_scale / out_scale in fixed point, + out_zp,
-    saturated to out_dtype; all integer work in int64."""
+                      out_dtype: str, compute_dtype: str = "int64") -> np.ndarray:
+    """Requantize: (x - in_zp) * in_scale / out_scale, + out_zp, saturated to out_dtype;
+    all integer work in int64. The multiply is TVM's fixed point (UPWARD, TONEAREST),
+    TFLite's (TFLITE), or onnxruntime's float32 one (compute_dtype "float32")."""
     nd = x.ndim
-    fp = fixed_point(along(in_scale, nd, axis), along(out_scale, nd, axis))
+    in_scale, out_scale = along(in_scale, nd, axis), along(out_scale, nd, axis)
     shifted = x.astype("int64") - along(in_zp, nd, axis).astype("int64")
-    scaled = fixed_point_multiply(shifted, fp, rounding)
+    if compute_dtype == "float32":
+        scaled = float_requantize(shifted, float_multiplier(in_scale, out_scale))
+    elif rounding == "TFLITE":
+        scaled = tflite_multiply(shifted, tflite_fixed_point(in_scale, out_scale))
+    else:
+        scaled = fixed_point_multiply(shifted, fixed_point(in_scale, out_scale), rounding)
     return saturate(scaled + along(out_zp, nd, axis).astype("int64"), out_dtype)
+
+
+COMPUTE_DTYPES = ("None", "int64", "float32")
+
+
+def compute_dtype_of(value: str | None) -> str:
+    """The requantize compute dtype ("None" means int64 fixed point)."""
+    dtype = "int64" if value in (None, "", "None") else str(value)
+    if dtype not in COMPUTE_DTYPES:
+        raise ValueError(f"qnn.requantize: compute_dtype {value!r} is not supported "
+                         f"(one of {', '.join(COMPUTE_DTYPES)})")
+    return dtype
 
 
 # --- quantize / dequantize / requantize -----------------------------------------------
@@ -161,7 +195,8 @@ def _requantize_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types, 0)
     check_in(data, 0, QUANTIZED, "the input")
     channels = axis_dim(data, int(attrs.axis))
-    for index, dtype in ((1, "float32"), (2, "int32"), (3, "float32"), (4, "int32")):
+    check_qparam(arg_types, 1, "float32", channels, also="float64")
+    for index, dtype in ((2, "int32"), (3, "float32"), (4, "int32")):
         check_qparam(arg_types, index, dtype, channels)
     if attrs.out_dtype not in QUANTIZED:
         raise TypeRelationError("out_dtype must be a quantized dtype", arg=0,
@@ -172,7 +207,8 @@ def _requantize_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
 def _requantize_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     data, in_scale, in_zp, out_scale, out_zp = xs
     return requantize_values(data, in_scale, in_zp, out_scale, out_zp, int(attrs.axis),
-                             rounding_mode(attrs.get("rounding")), attrs.out_dtype)
+                             rounding_mode(attrs.get("rounding")), attrs.out_dtype,
+                             compute_dtype_of(attrs.get("compute_dtype")))
 
 
 define_op("qnn.quantize", ("data", "output_scale", "output_zero_point"), _quantize_rel,
@@ -201,12 +237,15 @@ def dequantize(data: Expr, input_scale: Expr, input_zero_point: Expr, axis: int 
 def requantize(data: Expr, input_scale: Expr, input_zero_point: Expr, output_scale: Expr,
                output_zero_point: Expr, axis: int = -1, rounding: str = "None",
                compute_dtype: str = "None", out_dtype: str = "int8") -> Call:
-    """From one (scale, zero point) to another in integer arithmetic (TVM's
-    relay.qnn.op.requantize); rounding "UPWARD" (the default) or "TONEAREST"."""
+    """From one (scale, zero point) to another (TVM's relay.qnn.op.requantize).
+
+    rounding: "UPWARD" (the default) or "TONEAREST" (TVM's fixed point), "TFLITE"
+    (TFLite's MultiplyByQuantizedMultiplier); compute_dtype "float32": onnxruntime's
+    float requantize (rounding is then unused). input_scale may be float64: the exact
+    product of two float32 scales, as TFLite computes its multiplier (see
+    `engine.relay.qnn.op.convention` for requantizing like a given runtime)."""
     rounding_mode(rounding)
-    if compute_dtype not in ("None", "int64"):
-        raise ValueError(f"qnn.requantize: compute_dtype {compute_dtype!r} is not supported "
-                         f"(int64 fixed point only)")
+    compute_dtype_of(compute_dtype)
     return make_call("qnn.requantize", (data, input_scale, input_zero_point, output_scale,
                                         output_zero_point),
                      {"axis": int(axis), "rounding": str(rounding),
@@ -329,13 +368,27 @@ def binary_params(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
             along(rz, nr, ra), np.asarray(os), np.asarray(oz))
 
 
-def _qnn_add_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
-    """TVM: requantize both sides to the output parameters (int32), add, take one output
-    zero point off, saturate."""
+def _requantized_sides(xs: list[np.ndarray], attrs: Attrs
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Both sides requantized to the output parameters (UPWARD, int32 range), as int64."""
     lhs, rhs, ls, lz, rs, rz, os, oz = binary_params(xs, attrs)
     a = requantize_values(lhs, ls, lz, os, oz, -1, "UPWARD", "int32").astype("int64")
     b = requantize_values(rhs, rs, rz, os, oz, -1, "UPWARD", "int32").astype("int64")
-    return saturate(a + b - oz.astype("int64"), lhs.dtype.name)
+    return a, b, oz.astype("int64")
+
+
+def _qnn_add_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    """TVM: requantize both sides to the output parameters (int32), add, take one output
+    zero point off, saturate."""
+    a, b, oz = _requantized_sides(xs, attrs)
+    return saturate(a + b - oz, xs[0].dtype.name)
+
+
+def _qnn_subtract_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+    """TVM: requantize both sides to the output parameters (int32), subtract, put one
+    output zero point back, saturate."""
+    a, b, oz = _requantized_sides(xs, attrs)
+    return saturate(a - b + oz, xs[0].dtype.name)
 
 
 def _qnn_mul_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
@@ -349,6 +402,8 @@ def _qnn_mul_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
 
 
 define_op("qnn.add", BINARY_ARGS, _qnn_binary_rel, BROADCAST, _qnn_add_compute,
+          attrs_type_key=BROADCAST_KEY)
+define_op("qnn.subtract", BINARY_ARGS, _qnn_binary_rel, BROADCAST, _qnn_subtract_compute,
           attrs_type_key=BROADCAST_KEY)
 define_op("qnn.mul", BINARY_ARGS, _qnn_binary_rel, BROADCAST, _qnn_mul_compute,
           attrs_type_key=BROADCAST_KEY)
@@ -368,6 +423,7 @@ def _binary_ctor(name: str) -> Any:
 
 
 add = _binary_ctor("add")
+subtract = _binary_ctor("subtract")
 mul = _binary_ctor("mul")
 
-__all__ = ["add", "conv2d", "dense", "dequantize", "mul", "quantize", "requantize"]
+__all__ = ["add", "conv2d", "dense", "dequantize", "mul", "quantize", "requantize", "subtract"]
