@@ -46,6 +46,7 @@ from engine.relay.frontend.onnx import (  # noqa: F401 (register the converters)
     loss,
     nn,
     norm_ops,
+    qlinear,
     quantize,
     reduce,
     rnn,

@@ -36,15 +36,21 @@ def _with_bias(ctx: NodeContext, out: Expr) -> Expr:
     return relay.nn.bias_add(out, ctx.input(2), axis=1) if ctx.has(2) else out
 
 
-def conv_of(ctx: NodeContext, x: Expr, w: Expr, w_index: int = 1) -> Expr:
-    """The convolution of `x` by `w` under the node's attributes (`w_index`: the input
-    whose shape `w` has), without the bias."""
+def conv_window(ctx: NodeContext, w_index: int = 1) -> dict[str, Any]:
+    """The node's convolution attributes as Relay conv keyword arguments (`w_index`: the
+    input holding the weight, whose shape gives the kernel and the channels)."""
     w_shape = ctx.static_shape(w_index)
     kernel = [int(k) for k in ctx.attr("kernel_shape", w_shape[2:])]
     strides, dilations, pads = _window(ctx, kernel)
-    fn = _nn(ctx, _CONV, len(kernel))
-    return fn(x, w, strides=strides, padding=relay_padding(pads), dilation=dilations,
-              groups=int(ctx.attr("group", 1)), channels=w_shape[0], kernel_size=kernel)
+    return {"strides": strides, "padding": relay_padding(pads), "dilation": dilations,
+            "groups": int(ctx.attr("group", 1)), "channels": w_shape[0], "kernel_size": kernel}
+
+
+def conv_of(ctx: NodeContext, x: Expr, w: Expr, w_index: int = 1) -> Expr:
+    """The convolution of `x` by `w` under the node's attributes (`w_index`: the input
+    whose shape `w` has), without the bias."""
+    window = conv_window(ctx, w_index)
+    return _nn(ctx, _CONV, len(window["kernel_size"]))(x, w, **window)
 
 
 @converter("Conv")
@@ -279,14 +285,19 @@ def max_unpool(ctx: NodeContext) -> ConvertResult:
                          newshape=out_shape)
 
 
-@converter("AveragePool")
-def avg_pool(ctx: NodeContext) -> ConvertResult:
+def average_pool_of(ctx: NodeContext, x: Expr) -> Expr:
+    """The average pool of `x` under the node's AveragePool attributes."""
     kernel = [int(k) for k in ctx.attr("kernel_shape")]
     strides, dilations, pads = _window(ctx, kernel)
     fn = _nn(ctx, _AVG_POOL, len(kernel))
-    return fn(ctx.input(0), pool_size=kernel, strides=strides, dilation=dilations,
+    return fn(x, pool_size=kernel, strides=strides, dilation=dilations,
               padding=relay_padding(pads), ceil_mode=bool(ctx.attr("ceil_mode", 0)),
               count_include_pad=bool(ctx.attr("count_include_pad", 0)))
+
+
+@converter("AveragePool")
+def avg_pool(ctx: NodeContext) -> ConvertResult:
+    return average_pool_of(ctx, ctx.input(0))
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool")

@@ -12,17 +12,22 @@ point and saturate."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import engine.relay as relay
 from engine.ir.dtype import FLOAT8_WITH_FINITE_MAX, iinfo, is_float
 from engine.ir.expr import Expr
+from engine.relay import qnn
 from engine.relay.frontend.onnx.cast import cast_to
-from engine.relay.frontend.onnx.nn import conv_of, matmul_of
+from engine.relay.frontend.onnx.nn import conv_of, conv_window, matmul_of
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 from engine.relay.frontend.onnx.util import norm_axis, onnx_dtype
 
 QUANT_INTS = ("uint8", "int8", "uint16", "int16", "uint4", "int4", "uint2", "int2")
+QNN_TYPES = ("uint8", "int8", "int16")  # what qnn.quantize / qnn.dequantize take
 QUANT_FLOATS = (*FLOAT8_WITH_FINITE_MAX, "float4_e2m1fn")
 INTEGER_OP_TYPES = ("uint8", "int8", "uint16", "int16")  # what the integer ops take
+KERNEL_TYPES = ("uint8", "int8", "int16")  # what qnn.conv2d / qnn.dense take
 
 
 def _broadcastable(ctx: NodeContext, index: int) -> Expr:
@@ -60,15 +65,45 @@ def _quantize(x: Expr, scale: Expr, zero_point: Expr | None, src: str, dtype: st
             scaled = relay.add(scaled, relay.cast(zero_point, src))
         return cast_to(scaled, src, dtype, saturate)
     info = iinfo(dtype)
-    q = relay.cast(relay.round(scaled), "int32")
+    # a NaN quotient (a NaN input, or an infinite input over an infinite scale, which
+    # onnxruntime's calibration writes for a tensor holding -inf) saturates low, as MLAS's
+    # clamp (maxps) makes it
+    lowest = relay.const(-np.inf, src)
+    q = relay.round(relay.where(relay.isnan(scaled), lowest, scaled))
     if zero_point is not None:
-        q = relay.add(q, relay.cast(zero_point, "int32"))
-    return relay.cast(relay.clip(q, int(info.min), int(info.max)), dtype)
+        q = relay.add(q, relay.cast(zero_point, src))
+    return relay.cast(relay.clip(q, float(info.min), float(info.max)), dtype)
+
+
+def _qnn_axis(ctx: NodeContext, dtype: str, types: tuple[str, ...]) -> int | None:
+    """The axis of a QuantizeLinear/DequantizeLinear that qnn.quantize/dequantize express
+    exactly (float32 values and scale, an integer `dtype` among `types`, per tensor or per
+    axis), or None when it needs the general composition (blocked, other types)."""
+    if dtype not in types or ctx.dtype(1) != "float32" or int(ctx.attr("block_size", 0)):
+        return None
+    if int(ctx.attr("precision", 0)) not in (0, 1):
+        return None
+    rank = len(ctx.static_shape(0))
+    if len(ctx.static_shape(1)) > 1:
+        return None
+    return norm_axis(int(ctx.attr("axis", 1)), rank) if rank else 0
+
+
+def _finite(ctx: NodeContext, index: int) -> bool:
+    """Whether input `index` (a scale) is not known to hold an infinity or a NaN."""
+    value = ctx.value(index)
+    return value is None or bool(np.all(np.isfinite(value)))
 
 
 @converter("QuantizeLinear", since=10)
 def quantize_linear(ctx: NodeContext) -> ConvertResult:
+    """qnn.quantize where it computes the node exactly (float32 input and scale, int8,
+    uint8 or int16, per tensor or per axis); the float composition otherwise."""
     dtype = _quantized_dtype(ctx)
+    axis = _qnn_axis(ctx, dtype, QNN_TYPES) if ctx.dtype(0) == "float32" else None
+    if axis is not None and _finite(ctx, 1):
+        return qnn.op.quantize(ctx.input(0), ctx.input(1), int32_zero_point(ctx, 2), axis=axis,
+                               out_dtype=dtype)
     if dtype not in QUANT_INTS and dtype not in QUANT_FLOATS:
         raise ctx.fail(f"quantizing to {dtype} is not supported (8-, 16-, 4- and 2-bit "
                        "integers, float8 and float4_e2m1fn are)")
@@ -90,6 +125,10 @@ def dequantize_linear(ctx: NodeContext) -> ConvertResult:
     """(x - zero_point) * scale: the difference exact (in int32, or float32 for a float
     `x`), the product in the output type."""
     src = ctx.dtype(0)
+    float_out = int(ctx.attr("output_dtype", 0)) in (0, 1)
+    axis = _qnn_axis(ctx, src, (*QNN_TYPES, "int32")) if float_out else None
+    if axis is not None:
+        return qnn.op.dequantize(ctx.input(0), ctx.input(1), int32_zero_point(ctx, 2), axis=axis)
     if src not in QUANT_INTS and src not in QUANT_FLOATS and src != "int32":
         raise ctx.fail(f"dequantizing {src} is not supported (8-, 16-, 32-, 4- and 2-bit "
                        "integers, float8 and float4_e2m1fn are)")
@@ -147,13 +186,17 @@ def _int32_operand(ctx: NodeContext, index: int, zp_index: int, zp_axis: int) ->
     return relay.subtract(x, relay.cast(zero_point, "int32"))
 
 
+def integer_matmul(ctx: NodeContext, a: int, b: int, a_zp: int, b_zp: int) -> Expr:
+    """int32 (input a - input a_zp) @ (input b - input b_zp); a zero point per row of a,
+    per column of b."""
+    return matmul_of(ctx, _int32_operand(ctx, a, a_zp, -2), _int32_operand(ctx, b, b_zp, -1),
+                     b_index=b)
+
+
 @converter("MatMulInteger", since=10)
 def matmul_integer(ctx: NodeContext) -> ConvertResult:
-    """int32 (A - a_zero_point) @ (B - b_zero_point); a zero point per row of A, per column
-    of B."""
-    a = _int32_operand(ctx, 0, 2, -2)
-    b = _int32_operand(ctx, 1, 3, -1)
-    return matmul_of(ctx, a, b)
+    """int32 (A - a_zero_point) @ (B - b_zero_point)."""
+    return integer_matmul(ctx, 0, 1, 2, 3)
 
 
 @converter("ConvInteger", since=10)
@@ -165,17 +208,18 @@ def conv_integer(ctx: NodeContext) -> ConvertResult:
     return conv_of(ctx, x, w)
 
 
+def requantize_float(acc: Expr, multiplier: Expr, zero_point: Expr, dtype: str) -> Expr:
+    """int32 accumulator -> round_half_even(acc * multiplier) + zero_point (int32),
+    saturated to `dtype`: onnxruntime's requantization, the multiplier in float32."""
+    scaled = relay.round(relay.multiply(relay.cast(acc, "float32"), multiplier))
+    q = relay.add(relay.cast(scaled, "int32"), zero_point)
+    info = iinfo(dtype)
+    return relay.cast(relay.clip(q, int(info.min), int(info.max)), dtype)
+
+
 def _requantize(ctx: NodeContext, acc: Expr, multiplier: Expr, zp_index: int,
                 dtype: str) -> Expr:
-    """int32 accumulator -> round_half_even(acc * multiplier) + zero point, saturated to
-    `dtype` (the multiplier in float32, as onnxruntime's requantization)."""
-    scaled = relay.round(relay.multiply(relay.cast(acc, "float32"), multiplier))
-    q = relay.cast(scaled, "int32")
-    if ctx.has(zp_index):
-        q = relay.add(q, relay.cast(ctx.input(zp_index), "int32"))
-    info = iinfo(dtype)
-    low, high = int(info.min), int(info.max)
-    return relay.cast(relay.clip(q, low, high), dtype)
+    return requantize_float(acc, multiplier, int32_zero_point(ctx, zp_index), dtype)
 
 
 def _scale(ctx: NodeContext, index: int, axis: int, rank: int) -> Expr:
@@ -189,17 +233,81 @@ def _out_dtype(ctx: NodeContext, zp_index: int) -> str:
     return dtype
 
 
+def _is_per_tensor(ctx: NodeContext, index: int) -> bool:
+    shape = ctx.shape(index)
+    return len(shape) == 0 or (len(shape) == 1 and shape[0] == 1)
+
+
+def scalar_param(ctx: NodeContext, index: int) -> Expr:
+    """A per-tensor scale or zero point as a scalar (a 1-element vector reshaped)."""
+    if not _is_per_tensor(ctx, index):
+        raise ctx.fail(f"input {index} ({ctx.input_names[index]!r}) must be a scalar or "
+                       f"have one element; it has shape {ctx.shape(index)}")
+    return relay.reshape(ctx.input(index), newshape=[]) if ctx.shape(index) else ctx.input(index)
+
+
+def _per_channel(ctx: NodeContext, index: int) -> Expr:
+    """A scale or zero point that is a scalar or one value per output channel."""
+    return scalar_param(ctx, index) if _is_per_tensor(ctx, index) else ctx.input(index)
+
+
+def _kernel_qparams(ctx: NodeContext, x: int, w: int) -> tuple[Expr, Expr, Expr, Expr]:
+    """qnn.conv2d / qnn.dense's input_zero_point, kernel_zero_point, input_scale,
+    kernel_scale from inputs x (scale x + 1, zero point x + 2) and w (likewise)."""
+    return (int32_zero_point(ctx, x + 2), int32_zero_point(ctx, w + 2),
+            scalar_param(ctx, x + 1), _per_channel(ctx, w + 1))
+
+
+def int32_zero_point(ctx: NodeContext, index: int) -> Expr:
+    """Input `index` (a zero point: a scalar or one per channel) as the int32 the qnn ops
+    take; 0 when it is absent."""
+    if not ctx.has(index):
+        return relay.const(0, "int32")
+    return relay.cast(_per_channel(ctx, index), "int32")
+
+
+def _qnn_dense_fits(ctx: NodeContext) -> bool:
+    """QLinearMatMul as qnn.dense: a 2-D b and per-tensor a parameters."""
+    return (ctx.rank(3) == 2 and ctx.rank(0) >= 2 and _is_per_tensor(ctx, 1)
+            and (not ctx.has(2) or _is_per_tensor(ctx, 2)))
+
+
+def _qnn_dense(ctx: NodeContext) -> Expr:
+    """(a - a_zp) @ (b - b_zp) as qnn.dense over a flattened to 2-D (b transposed to the
+    [N, K] weight qnn.dense takes, folded at build time)."""
+    a_shape, (_, units) = ctx.static_shape(0), ctx.static_shape(3)
+    a = ctx.input(0)
+    if len(a_shape) != 2:
+        a = relay.reshape(a, newshape=[-1, a_shape[-1]])
+    weight = relay.transpose(ctx.input(3), axes=[1, 0])
+    acc = qnn.op.dense(a, weight, *_kernel_qparams(ctx, 0, 3), units=units)
+    return acc if len(a_shape) == 2 else relay.reshape(acc, newshape=[*a_shape[:-1], units])
+
+
 @converter("QLinearMatMul", since=10)
 def qlinear_matmul(ctx: NodeContext) -> ConvertResult:
     """Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point;
-    a's scale and zero point may be per row, b's per column."""
+    a's scale and zero point may be per row, b's per column. A 2-D b makes a qnn.dense;
+    batched operands the int32 matmul of the shifted operands."""
     a_rank, b_rank = ctx.rank(0), ctx.rank(3)
-    acc = matmul_of(ctx, _int32_operand(ctx, 0, 2, -2), _int32_operand(ctx, 3, 5, -1),
-                    b_index=3)
+    if _qnn_dense_fits(ctx):
+        acc = _qnn_dense(ctx)
+    else:
+        acc = matmul_of(ctx, _int32_operand(ctx, 0, 2, -2), _int32_operand(ctx, 3, 5, -1),
+                        b_index=3)
     multiplier = relay.divide(relay.multiply(_scale(ctx, 1, max(a_rank - 2, 0), a_rank),
                                              _scale(ctx, 4, b_rank - 1, b_rank)),
                               _scale(ctx, 6, 0, 1))
     return _requantize(ctx, acc, multiplier, 7, _out_dtype(ctx, 7))
+
+
+def _qlinear_conv_acc(ctx: NodeContext) -> Expr:
+    """The int32 accumulator of QLinearConv: qnn.conv2d for a 2-D convolution of 8-bit
+    operands, the int32 conv of the shifted operands otherwise."""
+    if ctx.rank(0) == 4 and ctx.dtype(0) in KERNEL_TYPES and ctx.dtype(3) in KERNEL_TYPES:
+        return qnn.op.conv2d(ctx.input(0), ctx.input(3), *_kernel_qparams(ctx, 0, 3),
+                             **conv_window(ctx, 3))
+    return conv_of(ctx, _int32_operand(ctx, 0, 2, 1), _int32_operand(ctx, 3, 5, 0), w_index=3)
 
 
 @converter("QLinearConv", since=10)
@@ -208,7 +316,7 @@ def qlinear_conv(ctx: NodeContext) -> ConvertResult:
     and an int32 bias B (added to the accumulator); w's scale and zero point may be per
     output channel."""
     rank = ctx.rank(0)
-    acc = conv_of(ctx, _int32_operand(ctx, 0, 2, 1), _int32_operand(ctx, 3, 5, 0), w_index=3)
+    acc = _qlinear_conv_acc(ctx)
     if ctx.has(8):
         acc = relay.add(acc, relay.reshape(relay.cast(ctx.input(8), "int32"),
                                            newshape=[-1] + [1] * (rank - 2)))
