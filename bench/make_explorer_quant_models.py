@@ -13,8 +13,9 @@ saturate intermediate pair sums), so its outputs are no reference for exactness.
 `qnn_relay_text()`: the same network's QLinearConv layers written as TVM's qnn ops, from
 that file's own initializers (weights, scales, zero points): quantize -> qnn.conv2d ->
 bias_add -> qnn.requantize (per-channel input scale) -> clip -> ... -> qnn.dequantize, each
-call spanned by its ONNX node. A stopgap until the ONNX importer emits qnn ops itself (it
-composes QLinearConv from integer Relay ops); the network computes what onnxruntime does
+call spanned by its ONNX node. A stopgap until the ONNX importer emits qnn.requantize itself
+(it reads QLinearConv as qnn.conv2d plus onnxruntime's float requantize composed of Relay
+ops); the network computes what onnxruntime does
 up to requantize rounding (TONEAREST here, as onnxruntime rounds half to even: at most 1 LSB
 on exact ties).
 
@@ -194,47 +195,6 @@ def qnn_relay_file() -> Path:
     return _cached_text("convnet_qnn.relay", qnn_relay_text)
 
 
-def canonical_relay_text() -> str:
-    """The qnn network lowered to integer Relay by qnn.transform.CanonicalizeOps (spans
-    kept): integer nn.conv2d kernels for the Schedules tab, while the build pipeline does
-    not yet canonicalize qnn ops itself (it builds them as extern kernels)."""
-    from engine.relay.parser import parse
-    from engine.relay.printer import astext
-    from engine.relay.qnn.transform import CanonicalizeOps
-    from engine.relay.transform import InferType
-
-    mod = CanonicalizeOps()(InferType()(parse(qnn_relay_file().read_text())))
-    return astext(mod)
-
-
-def canonical_relay_file() -> Path:
-    """`canonical_relay_text()`, cached."""
-    return _cached_text("convnet_int.relay", canonical_relay_text)
-
-
-def int_conv_relay_text() -> str:
-    """The canonicalized network up to its first conv's int32 accumulator (quantize, the
-    integer nn.conv2d with zero points subtracted, bias_add): an integer conv kernel that
-    builds in the app today. (The whole canonicalized network fails to lower there: the
-    requantize's right_shift, an extern stage fused after the conv, reads the conv's
-    cache-write stage from outside the loop it is attached in.)"""
-    from engine.ir import IRModule
-    from engine.ir.expr import Call, Function
-    from engine.ir.traversal import post_order
-    from engine.relay.parser import parse
-    from engine.relay.printer import astext
-
-    main = parse(canonical_relay_file().read_text())["main"]
-    acc = next(n for n in post_order(main.body)
-               if isinstance(n, Call) and getattr(n.op, "name", "") == "nn.bias_add")
-    return astext(IRModule.from_expr(Function(main.params, acc)))
-
-
-def int_conv_relay_file() -> Path:
-    """`int_conv_relay_text()`, cached."""
-    return _cached_text("conv1_int.relay", int_conv_relay_text)
-
-
 def reference_outputs(x: np.ndarray) -> np.ndarray:
     """onnxruntime's output of the QOperator model."""
     import onnxruntime as ort
@@ -246,6 +206,4 @@ def reference_outputs(x: np.ndarray) -> np.ndarray:
 if __name__ == "__main__":
     print(qoperator_onnx())
     print(qnn_relay_file())
-    print(canonical_relay_file())
-    print(int_conv_relay_file())
     sys.exit(0)

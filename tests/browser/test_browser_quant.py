@@ -4,11 +4,10 @@ through an integer conv kernel's schedule.
 
 The model: a torch conv net quantized by onnxruntime (QOperator, per channel, seeded
 calibration; bench/make_explorer_quant_models.py), uploaded as its qnn Relay text (a
-stopgap: the ONNX importer composes QLinearConv from integer ops instead of emitting qnn
-ops) and, for the Schedules tab, as that text lowered by qnn.CanonicalizeOps up to the first
-conv's int32 accumulator (the build pipeline does not canonicalize qnn ops yet: it builds
-them as extern kernels; and the whole lowered network fails to lower in the app, see
-make_explorer_quant_models.int_conv_relay_text).
+stopgap for the qnn.requantize: the ONNX importer reads QLinearConv as qnn.conv2d followed by
+onnxruntime's float requantize composed of Relay ops, not as qnn.requantize). relay.build legalizes the qnn ops into
+integer Relay (qnn.transform.Legalize first in its pipeline), so the Schedules tab shows the
+fused integer conv + bias + requantize kernels.
 """
 
 from __future__ import annotations
@@ -38,6 +37,11 @@ def _open_run(page: Any, server: str, model: Path) -> list[dict[str, Any]]:
     return events
 
 
+def _typed_qnn(page: Any, snapshot_id: int) -> bool:
+    text = page.request.get(f"/api/snapshots/{snapshot_id}?part=text").json()["snapshot"]["text"]
+    return "qnn.requantize(" in text and "/* ty=" in text
+
+
 def _line_of(page: Any, snapshot_id: int, op: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     snap = page.request.get(f"/api/snapshots/{snapshot_id}").json()["snapshot"]
     entry = next(e for e in snap["source_map"] if e["op"] == op and not e.get("ref"))
@@ -53,8 +57,9 @@ def test_requantize_layers_scale_values_dtypes_and_lsb(page: Any, server: str,
     assert all(p["numerics"]["max_lsb_err"] == 0 for p in checked)
     assert page.locator(".pass-num[data-lsb='0']").count() == len(checked)  # containers too
 
-    # An InferType that changed the module: the IR after it is typed (qnn calls still there).
-    first = next(p for p in finished if p["changed"] and p["name"] == "InferType")
+    # The first pass after which the module is typed and still has its qnn calls (Legalize,
+    # first in the build pipeline, lowers them).
+    first = next(p for p in finished if _typed_qnn(page, p["after"]))
     page.locator(f".pass-row[data-pass-index='{first['pass_index']}']").click()
     page.wait_for_function(
         f"document.querySelector('[data-testid=diff-pane]').dataset.right === '{first['after']}'")
@@ -104,7 +109,7 @@ def test_requantize_layers_scale_values_dtypes_and_lsb(page: Any, server: str,
 
 def test_schedules_tab_steps_through_an_integer_conv_kernel(page: Any, server: str,
                                                             artifacts: Path) -> None:
-    _open_run(page, server, quant_models.int_conv_relay_file())
+    _open_run(page, server, quant_models.qnn_relay_file())
     page.get_by_test_id("tab-schedules").click()
     nodes = page.get_by_test_id("schedule-nodes")
     conv = nodes.locator(".sched-node", has_text="nn.conv2d").first

@@ -3,8 +3,8 @@ Socket.IO and in the CLI, and the scales' values in the snapshots' source maps.
 
 The model is a torch conv net quantized by onnxruntime (QOperator, per channel, seeded
 calibration; bench/make_explorer_quant_models.py), uploaded as the ONNX file and as its qnn
-Relay text (a stopgap: the ONNX importer composes QLinearConv from integer ops instead of
-emitting qnn ops).
+Relay text (a stopgap for qnn.requantize: the ONNX importer reads QLinearConv as qnn.conv2d
+plus onnxruntime's float requantize composed of Relay ops).
 """
 
 from __future__ import annotations
