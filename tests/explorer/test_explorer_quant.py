@@ -63,14 +63,21 @@ def test_lsb_error_of_a_dequantized_output_counts_steps(client, sock, qnn_text):
 
 
 def test_o3_pipeline_on_the_onnx_file_is_exact_in_steps(client, sock):
-    """The QOperator file as our importer reads it (DequantizeLinear composed as
-    multiply(cast(int), scale)): every pass of the O3 pipeline keeps it bit-exact."""
+    """The QOperator file as the ONNX importer reads it (QLinearConv as qnn.conv2d, the
+    output's DequantizeLinear as qnn.dequantize): every pass of the O3 pipeline keeps it
+    bit-exact, and the first snapshot carries each conv's per-channel kernel scale."""
     path = quant_models.qoperator_onnx()
     session = upload_file(client, path)
     leaves, summary = _leaves(sock, session["id"], check_numerics=True, build=False)
     assert len(leaves) > 10
     assert all(leaf["numerics"]["max_lsb_err"] == 0 for leaf in leaves)
     assert summary["first_numerics_break"] is None
+    snapshot = client.get(f"/api/snapshots/{leaves[0]['before']}").get_json()["snapshot"]
+    kernel_scales = list({e["node_id"]: e["qparam"]["values"] for e in snapshot["source_map"]
+                          if e.get("qparam", {}).get("role") == "kernel_scale"}.values())
+    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer}
+    assert [np.float32(v).tolist() for v in kernel_scales] == \
+        [init["0.weight_scale"].tolist(), init["2.weight_scale"].tolist()]
 
 
 def upload_file(client: Any, path: Path) -> dict[str, Any]:
