@@ -30,6 +30,7 @@ class _Node:
     start: int
     end: int
     ref: bool
+    spans: tuple[str, ...] = ()
     children: list[_Node] = field(default_factory=list)
     parent: _Node | None = None
     local: str = ""
@@ -54,7 +55,8 @@ class _Tree:
             return starts[min(line, len(starts)) - 1] + col
 
         nodes = [_Node(int(e["node_id"]), str(e["kind"]), e.get("op"), offset(e["start"]),
-                       offset(e["end"]), bool(e.get("ref"))) for e in source_map]
+                       offset(e["end"]), bool(e.get("ref")), tuple(e.get("spans") or ()))
+                 for e in source_map]
         nodes.sort(key=lambda n: (n.start, -n.end))
         self.defs: dict[int, _Node] = {}
         self.roots: dict[str, _Node] = {}
@@ -225,9 +227,27 @@ def _summary(rewritten: list[tuple[_Node, _Node]], created: list[_Node],
         "rewritten": dict(Counter(_rewrite_label(a, b) for a, b in rewritten).most_common()),
         "functions": len(new_fns),
         "grouped_calls": grouped,
+        "layers": _by_layer(rewritten, created, removed),
     }
     summary["text"] = summary_text(summary)
     return summary
+
+
+NO_LAYER = "(no layer)"
+
+
+def _by_layer(rewritten: list[tuple[_Node, _Node]], created: list[_Node],
+              removed: list[_Node]) -> dict[str, dict[str, int]]:
+    """Per frontend layer (a span's source name), how many of its expressions were created,
+    removed and rewritten; a node of several layers counts in each. Most changed first."""
+    layers: dict[str, Counter[str]] = {}
+    for key, nodes in (("rewritten", [b for _, b in rewritten]), ("created", created),
+                       ("removed", removed)):
+        for node in nodes:
+            for layer in node.spans or (NO_LAYER,):
+                layers.setdefault(layer, Counter())[key] += 1
+    ranked = sorted(layers.items(), key=lambda kv: (-kv[1].total(), kv[0]))
+    return {layer: dict(counts) for layer, counts in ranked}
 
 
 def _enclosing_fn(node: _Node) -> int | None:
@@ -252,6 +272,9 @@ def summary_text(summary: dict[str, Any]) -> str:
         total = sum(counts.values())
         if total:
             clauses.append(f"{verb} {_count(total, 'expression')} ({_top(counts)})")
+    layers = [name for name in summary.get("layers", {}) if name != NO_LAYER]
+    if clauses and layers:
+        clauses.append(f"in {_count(len(layers), 'layer')}")
     return "; ".join(clauses) if clauses else "no expression changed (only names, types or layout)"
 
 

@@ -79,6 +79,17 @@ def get_session(sid: str) -> Response:
     return jsonify({"session": store.session(sid), "graph": graph, "runs": store.runs_of(sid)})
 
 
+@bp.patch("/api/sessions/<sid>")
+def rename_session(sid: str) -> Response:
+    """Rename a session: JSON {"name": "..."} -> {"session": Session}."""
+    from explorer.sessions import check_name
+
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or "name" not in body:
+        raise bad_request("bad_payload", 'send {"name": "new name"} as JSON')
+    return jsonify({"session": services().store.rename_session(sid, check_name(body["name"]))})
+
+
 @bp.delete("/api/sessions/<sid>")
 def delete_session(sid: str) -> Response:
     services().sessions.delete(sid)

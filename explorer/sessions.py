@@ -83,6 +83,20 @@ def clean_name(filename: str) -> str:
     return name or "model"
 
 
+def check_name(name: Any) -> str:
+    """A name the user typed for a session: text without control or bidirectional
+    characters, not blank, at most MAX_NAME_LENGTH characters (refused, not cut)."""
+    if not isinstance(name, str):
+        raise bad_request("bad_name", "name must be a string")
+    cleaned = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf")).strip()
+    if not cleaned:
+        raise bad_request("bad_name", "name must not be empty")
+    if len(cleaned) > MAX_NAME_LENGTH:
+        raise bad_request("bad_name", f"name is {len(cleaned)} characters long "
+                          f"(at most {MAX_NAME_LENGTH})", {"limit": MAX_NAME_LENGTH})
+    return cleaned
+
+
 def format_for(filename: str) -> str:
     suffix = PurePath(filename).suffix.lower()
     for fmt, suffixes in UPLOAD_EXTENSIONS.items():

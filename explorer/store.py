@@ -174,6 +174,14 @@ class Store:
             raise not_found("session", sid)
         return cast(Session, json.loads(row[0]))
 
+    def rename_session(self, sid: str, name: str) -> Session:
+        """Store a new display name for the session; returns the renamed session."""
+        session = self.session(sid)
+        session["name"] = name
+        with self._tx() as db:
+            db.execute("UPDATE sessions SET session = ? WHERE id = ?", (strict_json(session), sid))
+        return session
+
     def session_graph(self, sid: str) -> dict[str, Any]:
         row = self._one("SELECT graph FROM sessions WHERE id = ?", (sid,))
         if row is None:

@@ -18,6 +18,12 @@ class SessionCreated(TypedDict):
     session: Session
 
 
+class SessionRenamed(TypedDict):
+    """PATCH /api/sessions/<sid> with {"name": ...}: the session under its new name."""
+
+    session: Session
+
+
 class SessionList(TypedDict):
     """GET /api/sessions (most recent first)."""
 
@@ -121,6 +127,8 @@ class DiffSummary(TypedDict):
     rewritten: dict[str, int]
     functions: int  # functions created
     grouped_calls: int  # calls created inside them
+    # per frontend layer (span source name), most changed first: {created, removed, rewritten}
+    layers: dict[str, dict[str, int]]
     text: str  # one line of words
 
 

@@ -41,6 +41,11 @@ export const postJSON = (url, body) => request(url, {
 });
 export const postForm = (url, form) => request(url, { method: "POST", body: form });
 export const deleteJSON = (url) => request(url, { method: "DELETE" });
+export const patchJSON = (url, body) => request(url, {
+  method: "PATCH",
+  headers: { Accept: "application/json", "Content-Type": "application/json" },
+  body: JSON.stringify(body ?? {}),
+});
 
 /** Snapshots are immutable: each part is fetched once (and kept while the budget allows). */
 const TEXT_BUDGET_CHARS = 48e6;
@@ -62,6 +67,8 @@ export const api = {
   sessions: () => getJSON(ROUTES.sessions()),
   session: (sid) => getJSON(ROUTES.session(sid)),
   deleteSession: (sid) => deleteJSON(ROUTES.session(sid)),
+  /** SessionRenamed: {session} under its new name. */
+  renameSession: (sid, name) => patchJSON(ROUTES.session(sid), { name }),
   deleteRun: (rid) => deleteJSON(ROUTES.run(rid)),
   demo: () => postJSON(ROUTES.demo()),
   /** A new session of `sid`'s model with its symbolic input dims fixed: {session}. */

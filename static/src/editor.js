@@ -42,7 +42,7 @@ export function paintHighlights(view, { primary = [], related = [] }, scroll = f
  * Extensions of a read-only Relay text editor.
  * `onPick(pos, view)` is called for a click on the text or Enter at the cursor.
  */
-export function relayEditorExtensions({ onPick, onEscape, label } = {}) {
+export function relayEditorExtensions({ onPick, onEscape, label, firstLine = 0 } = {}) {
   const pick = onPick ? [
     EditorView.domEventHandlers({
       click(event, view) {
@@ -55,7 +55,8 @@ export function relayEditorExtensions({ onPick, onEscape, label } = {}) {
   ] : [];
   return [
     EditorState.readOnly.of(true),
-    lineNumbers(),
+    // a scoped view shows a part of the module: its lines keep their numbers in the module
+    firstLine ? lineNumbers({ formatNumber: (n) => String(n + firstLine) }) : lineNumbers(),
     highlightActiveLineGutter(),
     highlightActiveLine(),
     drawSelection(),

@@ -11,6 +11,12 @@ export {};
  */
 
 /**
+ * PATCH /api/sessions/<sid> with {"name": ...}: the session under its new name.
+ * @typedef {Object} SessionRenamed
+ * @property {Session} session
+ */
+
+/**
  * GET /api/sessions (most recent first).
  * @typedef {Object} SessionList
  * @property {Array<Session>} sessions
@@ -115,6 +121,7 @@ export {};
  * @property {Object<string, number>} rewritten
  * @property {number} functions
  * @property {number} grouped_calls
+ * @property {Object<string, Object<string, number>>} layers
  * @property {string} text
  */
 

@@ -19,7 +19,7 @@ export const ROUTES = Object.freeze({
   demo: () => "/api/sessions/demo",
   /** SessionCreated: a new session with the symbolic input dims pinned */
   pin: (sid) => `/api/sessions/${enc(sid)}/pin`,
-  /** SessionDetail (GET), OkAck (DELETE: the session and its runs) */
+  /** SessionDetail (GET), SessionRenamed (PATCH {name}), OkAck (DELETE: the session and its runs) */
   session: (sid) => `/api/sessions/${enc(sid)}`,
   /** RunDetail (GET), OkAck (DELETE) */
   run: (rid) => `/api/runs/${enc(rid)}`,

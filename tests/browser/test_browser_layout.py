@@ -156,6 +156,7 @@ def test_fold_collapses_the_unchanged_stretches_of_fold_constant(browser: Any, s
         page.wait_for_function("document.querySelector('[data-testid=diff-pane]')?.dataset.right"
                                f" === '{chosen['after']}'")
         assert page.locator(".cm-collapsedLines").count() == 0
+        page.get_by_test_id("view-menu").click()  # the view toggles live in a menu
         page.get_by_test_id("view-fold").check()
         folded = page.locator(".cm-editor[data-side='b'] .cm-collapsedLines")
         folded.first.wait_for()
@@ -177,6 +178,7 @@ def test_fold_collapses_the_unchanged_stretches_of_fold_constant(browser: Any, s
         summary.wait_for()
         assert summary.inner_text().startswith("FoldConstant: ")
         assert "constant" in summary.inner_text()
+        page.get_by_test_id("view-menu").click()
         page.get_by_test_id("view-fold").uncheck()
     finally:
         context.close()

@@ -9,6 +9,7 @@ import { OptionsPane } from "../panes/options.js";
 import { PinShapes, symbolicInputs } from "../panes/pin-shapes.js";
 import { ProvenancePane } from "../panes/provenance.js";
 import { SchedulesPane } from "../panes/schedules.js";
+import { RunsStatus, renameInPlace } from "../panes/session-header.js";
 import { SummaryPane } from "../panes/summary.js";
 import { TimelinePane } from "../panes/timeline.js";
 import { C2S, PAGES, ROUTES, URL_KEYS as K, passLabel, snapshotLabel } from "../protocol.js";
@@ -84,12 +85,15 @@ export class SessionPage {
     this.workspace.append(left, splitter(this.workspace, "--left", { storageKey: "irx.left" }), center,
       splitter(this.workspace, "--right", { sign: -1, storageKey: "irx.right" }), right);
     for (const side of ["left", "right"]) this.collapseColumn(side, localStorage.getItem(`irx.${side}.collapsed`) === "1");
+    this.runsStatus = new RunsStatus(this.sessionId, (d) => this.sessionChanged(d));
+    const rename = h("button.btn.small", { type: "button", title: "Rename this session",
+      "data-testid": "rename-session", on: { click: () => this.renameSession() } }, "Rename");
     const remove = h("button.btn.small", { type: "button", title: "Delete this session and its runs",
       "data-testid": "delete-session", on: { click: () => this.deleteSession() } }, "Delete");
     this.exportLink = h("a.btn.small", { href: "#", download: "", hidden: true, "data-testid": "export-run",
       title: "Download this run (passes, snapshots, schedules) as JSON: Import it on the home page" }, "Export run");
     const bar = h("div.session-bar", {}, h("div.session-id", {}, this.title, this.meta), h("span.spacer"),
-      this.status, this.exportLink, remove);
+      this.runsStatus.el, this.status, this.exportLink, rename, remove);
     this.pinRow = h("div.pin-row");
     this.pinShapes = new PinShapes(this.pinRow);
     replace(this.root, bar, h("div.options-row", {}), this.pinRow, this.banner, this.workspace);
@@ -145,6 +149,21 @@ export class SessionPage {
     this.layers.update(graph);
     this.pinShapes.update(session);
     this.options.setSymbolic(symbolicInputs(session).length > 0);
+  }
+
+  renameSession() {
+    if (!this.title.isConnected) return;
+    renameInPlace(this.title, async (name) => {
+      const { session } = await api.renameSession(this.sessionId, name);
+      this.data.session = session;
+      this.showSession();
+    });
+  }
+
+  /** A fresh session detail (runs polled, or refreshed on a run's start and end). */
+  sessionChanged(detail) {
+    this.data = detail;
+    this.summary.update(detail);
   }
 
   showTab(name) {
@@ -225,8 +244,8 @@ export class SessionPage {
     if (this.runsKey === key) return;
     this.runsKey = key;
     api.session(this.sessionId).then((d) => {
-      this.data = d;
-      this.summary.update(d);
+      this.sessionChanged(d);
+      this.runsStatus.update(d.runs ?? [], this.stream?.model.runId ?? null);
     }).catch(() => null);
   }
 

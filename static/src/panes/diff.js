@@ -9,6 +9,7 @@ import { foldLines, foldable, hiddenText, openFold, paintHighlights, relayEditor
 import { TOPIC } from "../hub.js";
 import { snapshotLabel } from "../protocol.js";
 import { Pane } from "../pane.js";
+import { functionsOf, scopeChoices, scopeText } from "../scope.js";
 import { highlightsFor, sourceIndexOf } from "../sourcemap.js";
 import { quantExtensions } from "../quant.js";
 
@@ -24,6 +25,8 @@ const TOGGLES = [
 ];
 /** Fold: every unchanged stretch of at least FOLD_MIN lines. */
 const FOLD_MIN = 2;
+/** The summary by layer lists at most this many layers. */
+const LAYER_LIMIT = 200;
 
 function loadView() {
   let saved = {};
@@ -45,7 +48,19 @@ export class DiffPane extends Pane {
     this.toggles = TOGGLES.map(([key, label, title]) => h("label.inline.view-toggle", { title },
       h("input", { type: "checkbox", checked: this.viewOptions[key], dataset: { view: key },
         "data-testid": `view-${key}`, on: { change: (e) => this.setView(key, e.target.checked) } }), ` ${label}`));
-    this.summary = h("div.diff-summary", { "data-testid": "diff-summary", hidden: true });
+    this.scopeSelect = h("select.scope-select", { "aria-label": "Diff scope", "data-testid": "diff-scope",
+      title: "Scope the diff to one function or fused kernel", on: { change: () => this.setScope(this.scopeSelect.value) } });
+    // the view toggles in a menu: the toolbar keeps one row at 1024 px
+    this.viewMenu = h("details.view-menu", {},
+      h("summary.btn.small", { title: "What the diff shows: types, spans, meta, wrap, fold",
+        "data-testid": "view-menu" }, "view"),
+      h("div.view-toggles", {}, this.toggles));
+    this.summaryText = h("span.diff-summary-text");
+    this.layerList = h("ul.diff-layer-list", { "data-testid": "diff-layers" });
+    this.layerMenu = h("details.diff-layer-menu", {},
+      h("summary", { "data-testid": "diff-layers-toggle" }, "by layer"), this.layerList);
+    this.summary = h("div.diff-summary", { "data-testid": "diff-summary", hidden: true },
+      this.summaryText, this.layerMenu);
     this.wholeButton = h("button.btn.small", { type: "button", disabled: true, "data-testid": "compare-whole",
       on: { click: () => this.compareWhole() } }, "Whole pipeline: initial → final");
     this.firstButton = h("button.btn.small", { type: "button", disabled: true,
@@ -63,13 +78,14 @@ export class DiffPane extends Pane {
         this.title,
         this.stats,
         h("span.spacer"),
+        this.scopeSelect,
         h("label.inline", { title: "Left snapshot" }, "A ", this.leftSelect),
         h("label.inline", { title: "Right snapshot" }, "B ", this.rightSelect),
         h("button.btn.small", { type: "button", title: "Previous change", "aria-label": "Previous change",
           on: { click: () => this.step(-1) } }, "↑"),
         h("button.btn.small", { type: "button", title: "Next change", "aria-label": "Next change",
           on: { click: () => this.step(1) } }, "↓"),
-        h("span.view-toggles", {}, this.toggles)),
+        this.viewMenu),
       this.summary,
       this.captions,
       this.body);
@@ -80,8 +96,15 @@ export class DiffPane extends Pane {
     this.indexes = { a: null, b: null };
     this.snapshots = { a: null, b: null };
     this.selection = null;
+    this.scopeKey = null; // the chosen function: kept while passes change, null = whole module
+    this.shown = null; // per side: the scoped text and its offset in the whole module
     this.requestSeq = 0;
     this.indexesReady = Promise.resolve(null);
+    const closeMenus = (e) => {
+      for (const menu of [this.viewMenu, this.layerMenu]) if (menu.open && !menu.contains(e.target)) menu.open = false;
+    };
+    document.addEventListener("click", closeMenus);
+    this.onDestroy(() => document.removeEventListener("click", closeMenus));
     this.listen(TOPIC.COMPARE, (c) => this.compare(c));
     this.listen(TOPIC.RUN_RESET, () => this.reset());
     this.listen(TOPIC.RUN_CHANGED, (model) => this.fillChoices(model));
@@ -99,10 +122,13 @@ export class DiffPane extends Pane {
     this.snapshots = { a: null, b: null };
     this.indexes = { a: null, b: null };
     this.indexesReady = Promise.resolve(null);
+    this.scopeKey = null;
+    this.shown = null;
+    replace(this.scopeSelect);
     this.title.textContent = "";
     this.stats.textContent = "";
     this.setCaptions(["before", "after"]);
-    replace(this.summary);
+    this.summaryText.textContent = "";
     this.summary.hidden = true;
     for (const key of ["left", "right", "provenance", "loading", "changedLinesB", "removedLines"]) delete this.root.dataset[key];
     replace(this.body, this.placeholder);
@@ -162,7 +188,7 @@ export class DiffPane extends Pane {
     const seq = ++this.requestSeq;
     this.current = { left, right, title, captions, passIndex };
     const passName = passIndex === null || passIndex === undefined ? null : this.model?.pass(passIndex)?.name ?? null;
-    replace(this.summary);
+    this.summaryText.textContent = "";
     this.summary.hidden = true;
     this.syncSelects();
     this.title.textContent = title ?? "";
@@ -175,9 +201,11 @@ export class DiffPane extends Pane {
       const [a, b] = await Promise.all([api.snapshotText(left),
         right === null ? null : api.snapshotText(right)]);
       const other = b ?? a;
-      const changes = await diffSnapshots(a, other, this.diffOptions());
+      const shown = this.scoped(a, other);
+      const changes = await diffSnapshots(shown.a, shown.b, this.diffOptions());
       if (seq !== this.requestSeq || !this.root) return;
       this.snapshots = { a, b: other };
+      this.shown = shown;
       this.changes = changes;
       this.rebuild();
       this.loadIndexes(seq);
@@ -213,6 +241,41 @@ export class DiffPane extends Pane {
     });
   }
 
+  /**
+   * Both sides scoped to the chosen function (the whole module when it is null or neither
+   * side has it); fills the scope selector with the functions of both sides.
+   */
+  scoped(a, b) {
+    const fns = { a: functionsOf(a.text), b: functionsOf(b.text) };
+    const choices = scopeChoices(fns.a, fns.b);
+    const present = this.scopeKey !== null && choices.some((f) => f.key === this.scopeKey);
+    const key = present ? this.scopeKey : null;
+    this.fillScopes(choices, present);
+    const side = (snap, s) => {
+      const part = scopeText(snap.text, fns[s], key);
+      return { ...part, id: key === null ? snap.id : `${snap.id}:${key}` };
+    };
+    return { a: side(a, "a"), b: side(b, "b"), key };
+  }
+
+  fillScopes(choices, present) {
+    const missing = this.scopeKey !== null && !present;
+    replace(this.scopeSelect,
+      h("option", { value: "" }, missing ? "whole module (scope not here)" : "whole module"),
+      choices.map((f) => h("option", { value: f.key, title: f.title }, f.label)));
+    this.scopeSelect.value = present ? this.scopeKey : "";
+    this.scopeSelect.title = present ? choices.find((f) => f.key === this.scopeKey).title
+      : "Scope the diff to one function or fused kernel";
+    this.root.dataset.scope = present ? this.scopeKey : "";
+    this.root.dataset.scopes = String(choices.length);
+  }
+
+  /** The user chose a scope: remembered for the passes shown next. */
+  setScope(key) {
+    this.scopeKey = key || null;
+    if (this.current) this.compare(this.current);
+  }
+
   diffOptions() {
     return { ignoreSpans: !this.viewOptions.spans };
   }
@@ -239,12 +302,28 @@ export class DiffPane extends Pane {
     try {
       const diff = await api.diffNodes(a.id, b.id);
       if (seq !== this.requestSeq || !this.root) return;
-      this.summary.textContent = `${passName ?? "B against A"}: ${diff.summary.text}`;
-      this.summary.title = this.summary.textContent;
+      this.summaryText.textContent = `${passName ?? "B against A"}: ${diff.summary.text}`;
+      this.summaryText.title = this.summaryText.textContent;
+      this.showLayers(diff.summary.layers ?? {});
       this.summary.hidden = false;
     } catch (err) {
       console.warn("diff summary unavailable", err);
     }
+  }
+
+  /** The summary by frontend layer: each layer's created / removed / rewritten counts; a
+   * click on a layer highlights its expressions. */
+  showLayers(layers) {
+    const names = Object.keys(layers);
+    this.layerMenu.hidden = !names.length;
+    this.layerMenu.querySelector("summary").textContent = `by layer (${names.length})`;
+    const counts = (c) => [["rewritten", "~"], ["created", "+"], ["removed", "−"]]
+      .filter(([k]) => c[k]).map(([k, sign]) => `${sign}${c[k]}`).join(" ");
+    replace(this.layerList, names.slice(0, LAYER_LIMIT).map((name) => h("li", {},
+      h("button.link.diff-layer", { type: "button", title: name,
+        on: { click: () => this.hub.emit(TOPIC.LAYER_SELECTED, { name }) } }, name),
+      h("span.diff-layer-counts", {}, counts(layers[name])))),
+    names.length > LAYER_LIMIT ? h("li.hint", {}, `${names.length - LAYER_LIMIT} more layers`) : null);
   }
 
   setCaptions([left, right]) {
@@ -258,15 +337,16 @@ export class DiffPane extends Pane {
     const { a, b } = this.snapshots;
     if (!a || !b) return;
     this.view?.destroy();
+    const shown = this.shown;
     const precomputed = this.changes;
     const changes = precomputed.changes.map((c) => new Change(c.fromA, c.toA, c.fromB, c.toB));
-    const override = (ta, tb) => (ta === a.text && tb === b.text ? changes : cmDiff(ta, tb));
+    const override = (ta, tb) => (ta === shown.a.text && tb === shown.b.text ? changes : cmDiff(ta, tb));
     const hide = { types: !this.viewOptions.types, spans: !this.viewOptions.spans, meta: !this.viewOptions.meta };
     const side = (s) => ({
-      doc: this.snapshots[s].text,
+      doc: shown[s].text,
       extensions: [
         relayEditorExtensions({ onPick: (pos) => this.pick(s, pos), onEscape: () => this.hub.emit(TOPIC.CLEAR, {}),
-          label: s === "a" ? "IR before" : "IR after" }),
+          label: s === "a" ? "IR before" : "IR after", firstLine: shown[s].firstLine }),
         hiddenText(hide),
         quantExtensions(() => this.indexes[s]),
         foldable,
@@ -316,7 +396,7 @@ export class DiffPane extends Pane {
     const seq = this.requestSeq;
     const indexes = await this.indexesReady;
     if (!indexes || seq !== this.requestSeq) return;
-    const entry = indexes[s].entryAt(pos);
+    const entry = indexes[s].entryAt(pos + (this.shown?.[s].offset ?? 0));
     if (!entry) return;
     this.hub.emit(TOPIC.EXPR_SELECTED, {
       nodeId: entry.node_id, spans: entry.spans ?? [], kind: entry.kind, op: entry.op ?? null,
@@ -337,12 +417,21 @@ export class DiffPane extends Pane {
     if (!this.view) return;
     const counts = {};
     for (const s of SIDES) {
-      const hl = highlightsFor(this.indexes[s], this.selection);
+      const hl = this.inScope(s, highlightsFor(this.indexes[s], this.selection));
       paintHighlights(this.view[s], hl, scroll);
       counts[s] = hl.primary.length + hl.related.length;
     }
     this.root.dataset.highlightsA = String(counts.a);
     this.root.dataset.highlightsB = String(counts.b);
+  }
+
+  /** Highlight ranges of the whole module moved into the shown (scoped) text. */
+  inScope(s, { primary, related }) {
+    const { offset = 0, text } = this.shown?.[s] ?? {};
+    if (!offset && text === this.snapshots[s]?.text) return { primary, related };
+    const move = (ranges) => ranges.map((r) => ({ from: r.from - offset, to: r.to - offset }))
+      .filter((r) => r.from >= 0 && r.to <= text.length);
+    return { primary: move(primary), related: move(related) };
   }
 
   /** Entry of a node id in the shown snapshots, preferring `side`. */

@@ -10,9 +10,12 @@ import { Pane } from "../pane.js";
 import { TEDD_VIEWS, URL_KEYS as K } from "../protocol.js";
 import { renderDot } from "../svg.js";
 import { tirLine } from "../tir-highlight.js";
+import { ZoomPan } from "../zoompan.js";
 
 const OPS = { "=": "eq", "+": "add", "-": "del" };
 const GUTTER = { "=": " ", "+": "+", "-": "−" };
+/** Past this many layers the header keeps them in one scrolling row, not a wall of chips. */
+const COMPACT = 16;
 
 export class SchedulesPane extends Pane {
   render() {
@@ -39,7 +42,6 @@ export class SchedulesPane extends Pane {
     this.steps = [];
     this.k = 0;
     this.view = TEDD_VIEWS[0][0];
-    this.fit = true;
     this.renderSeq = 0;
     this.teddSeq = 0;
     this.openSeq = 0;
@@ -155,7 +157,7 @@ export class SchedulesPane extends Pane {
     this.slider = h("input.step-slider", { type: "range", min: 0, max: Math.max(0, n - 1), step: 1, value: 0,
       "aria-label": "Schedule step", "data-testid": "step-slider", on: { input: () => this.goto(Number(this.slider.value)) } });
     this.stepLabel = h("span.step-label", { "data-testid": "step-label" });
-    this.chips = h("ol.primitive-chips", { "aria-label": "Primitives" },
+    this.chips = h("ol.primitive-chips", { "aria-label": "Primitives", "data-testid": "primitive-chips" },
       this.steps.map((s, i) => h("li", {}, h("button.chip", { type: "button", dataset: { k: String(i) },
         title: s.python ?? "", on: { click: () => this.goto(i) } }, h("span.chip-k", {}, String(i)), ` ${s.primitive}`))));
     this.python = h("pre.python-line", { "data-testid": "step-python" });
@@ -164,16 +166,21 @@ export class SchedulesPane extends Pane {
     this.teddTabs = h("div.tabs.small", { role: "tablist" }, TEDD_VIEWS.map(([key, label]) =>
       h("button.tab", { type: "button", role: "tab", dataset: { view: key },
         on: { click: () => { this.view = key; this.renderTedd(); } } }, label)));
-    this.fitButton = h("button.btn.small", { type: "button", title: "Fit the diagram to the pane or show it at 1:1",
-      on: { click: () => { this.fit = !this.fit; this.applyFit(); } } });
     this.svgBox = h("div.tedd", { "data-testid": "tedd" });
+    this.teddZoom = new ZoomPan(this.svgBox, { label: "tedd", apply: (scale) => this.sizeSvg(scale),
+      fitScale: () => this.teddFitScale() });
+    this.nestZoom = new ZoomPan(this.loopNest, { label: "nest", wheelNeedsCtrl: true,
+      apply: (scale) => { this.loopNest.style.fontSize = `${(12 * scale).toFixed(2)}px`; } });
+    const ops = (node.ops ?? []).join(" → ");
+    const manyLayers = (node.spans ?? []).length > COMPACT;
     const layers = (node.spans ?? []).map((name) => h("li", {}, h("button.chip.layer-link", { type: "button",
       title: "Highlight this frontend layer", on: { click: () => this.hub.emit(TOPIC.LAYER_SELECTED, { name }) } }, name)));
     replace(this.detail,
       h("div.sched-head", {},
         h("strong.sched-title", { "data-testid": "schedule-title" }, node.name ?? node.func_name ?? ""),
-        h("span.sched-ops", {}, `#${node.index} · ${(node.ops ?? []).join(" → ")}`),
-        layers.length ? h("ul.chip-list.sched-layers", { "aria-label": "Frontend layers" }, layers) : null),
+        h("span.sched-ops", { title: ops }, `#${node.index} · ${(node.ops ?? []).length} ops · ${ops}`),
+        layers.length ? h(`ul.chip-list.sched-layers${manyLayers ? ".compact" : ""}`,
+          { "aria-label": `Frontend layers (${layers.length})`, "data-testid": "schedule-layers" }, layers) : null),
       h("div.sched-stepper", {},
         h("button.btn.small", { type: "button", "aria-label": "Previous step", on: { click: () => this.goto(this.k - 1) } }, "◀"),
         this.slider,
@@ -184,12 +191,13 @@ export class SchedulesPane extends Pane {
       h("div.sched-body", {},
         h("section.sched-section", {},
           h("div.sched-section-head", {}, h("span.pane-title", {}, "Loop nest"),
-            h("span.hint-inline", {}, "diff against the previous step"), h("span.spacer"), this.nestStats),
+            h("span.hint-inline", {}, "diff against the previous step"), h("span.spacer"), this.nestStats,
+            this.nestZoom.controls),
           this.loopNest),
         h("section.sched-section", {},
-          h("div.sched-section-head", {}, this.teddTabs, h("span.spacer"), this.fitButton),
+          h("div.sched-section-head", {}, this.teddTabs, h("span.spacer"), this.teddZoom.controls),
           this.svgBox)));
-    this.applyFit();
+    this.nestZoom.set(1);
   }
 
   async goto(k) {
@@ -201,7 +209,10 @@ export class SchedulesPane extends Pane {
     for (const c of this.chips.querySelectorAll(".chip")) {
       const active = Number(c.dataset.k) === this.k;
       c.classList.toggle("active", active);
-      if (active) c.setAttribute("aria-current", "step");
+      if (active) {
+        c.setAttribute("aria-current", "step");
+        revealInRow(this.chips, c);
+      }
       else c.removeAttribute("aria-current");
     }
     this.python.textContent = step.python ?? "";
@@ -234,9 +245,18 @@ export class SchedulesPane extends Pane {
     }
   }
 
-  applyFit() {
-    this.svgBox.classList.toggle("fit", this.fit);
-    this.fitButton.textContent = this.fit ? "1:1" : "fit";
+  /** The diagram at `scale` of its natural size (the box scrolls; drag pans). */
+  sizeSvg(scale) {
+    const svg = this.svgBox.querySelector("svg");
+    if (!svg || !this.svgSize) return;
+    svg.style.width = `${Math.round(this.svgSize.w * scale)}px`;
+    svg.style.height = `${Math.round(this.svgSize.h * scale)}px`;
+  }
+
+  teddFitScale() {
+    if (!this.svgSize) return null;
+    const box = this.svgBox;
+    return Math.min((box.clientWidth - 16) / this.svgSize.w, (box.clientHeight - 16) / this.svgSize.h);
   }
 
   async renderTedd() {
@@ -247,10 +267,11 @@ export class SchedulesPane extends Pane {
     try {
       const svg = await renderDot(dot);
       if (seq !== this.teddSeq) return;
-      // Fitting never shrinks a wide diagram below 60%: past that the box scrolls.
-      const width = svg.width?.baseVal?.value;
-      if (width) svg.style.minWidth = `${Math.round(width * 0.6)}px`;
+      const w = svg.width?.baseVal?.value;
+      const hgt = svg.height?.baseVal?.value;
+      this.svgSize = w && hgt ? { w, h: hgt } : null;
       replace(this.svgBox, svg);
+      this.teddZoom.refresh();
     } catch (err) {
       if (seq === this.teddSeq) replace(this.svgBox, errorBox("Diagram failed to render:", err.message));
     }
@@ -280,5 +301,14 @@ export class SchedulesPane extends Pane {
     event.preventDefault();
     next.focus();
     this.openNode(Number(next.dataset.index));
+  }
+}
+
+/** Scroll a one-row list (only it, never the page) so that `item` is in view. */
+function revealInRow(row, item) {
+  if (row.scrollWidth <= row.clientWidth) return;
+  const left = item.offsetLeft; // the row is positioned: its items are placed against it
+  if (left < row.scrollLeft || left + item.offsetWidth > row.scrollLeft + row.clientWidth) {
+    row.scrollLeft = Math.max(0, left - row.clientWidth / 2 + item.offsetWidth / 2);
   }
 }

@@ -1,0 +1,98 @@
+"""The diff scopes to one function or fused kernel: the toolbar's selector offers the whole
+module, @main and each fused primitive kernel; both panes then show only that function (its
+lines keep their module line numbers), and the choice holds when another pass is opened
+where the kernel still exists. The summary above the diff lists the changes by layer. At
+1024x768 the toolbar, selector included, keeps one row and the page does not scroll sideways."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from browser_helpers import editor_text, run_on_page, upload
+
+MODEL = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 3, 3), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]) /* conv1 */;
+  %1 = nn.relu(%0) /* relu1 */;
+  %2 = nn.max_pool2d(%1, pool_size=[2, 2]) /* pool1 */;
+  %3 = nn.conv2d(%2, %w, padding=[1, 1, 1, 1]) /* conv2 */;
+  nn.relu(%3) /* relu2 */
+}
+"""
+KERNEL = "fused:nn.conv2d,nn.relu#1"
+
+
+def _open_pass(page: Any, session: str, run: str, index: int) -> None:
+    page.goto(f"/s/{session}?run={run}&pass={index}")
+    page.wait_for_function("document.querySelector('[data-testid=diff-pane]')?.dataset.scopes > 0")
+
+
+def _scope(page: Any) -> str:
+    return page.get_by_test_id("diff-pane").get_attribute("data-scope") or ""
+
+
+def test_scope_to_a_fused_kernel_survives_switching_passes(browser: Any, server: str,
+                                                           tmp_path: Path, artifacts: Path) -> None:
+    path = tmp_path / "two_convs.relay"
+    path.write_text(MODEL)
+    session = upload(server, path)["id"]
+    context = browser.new_context(viewport={"width": 1024, "height": 768}, base_url=server,
+                                  bypass_csp=True)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(f"/s/{session}")
+        run, events = run_on_page(page, server, quick=True)
+        finished = [e["data"] for e in events if e["type"] == "pass_finished"]
+        fuse = next(p for p in finished if p["name"] == "FuseOps")
+        later = next(p for p in finished if p["pass_index"] > fuse["pass_index"] and p["changed"])
+        _open_pass(page, session, run, fuse["pass_index"])
+        options = page.get_by_test_id("diff-scope").locator("option").evaluate_all(
+            "(os) => os.map((o) => o.value)")
+        assert options[:2] == ["", "@main"] and KERNEL in options, options
+        assert len([o for o in options if o.startswith("fused:")]) == 3, options
+
+        page.get_by_test_id("diff-scope").select_option(KERNEL)
+        page.wait_for_function(f"document.querySelector('[data-testid=diff-pane]').dataset.scope === '{KERNEL}'"
+                               " && !document.querySelector('[data-testid=diff-pane]').dataset.loading")
+        after = editor_text(page, "b")
+        assert "Primitive=1" in after.splitlines()[0] and "def @main" not in after, after[:300]
+        assert after.count("nn.conv2d(") == 1 and "max_pool2d" not in after
+        assert editor_text(page, "a").strip() == ""  # before FuseOps there was no such kernel
+        first_number = int(page.locator(".cm-editor[data-side='b'] .cm-lineNumbers .cm-gutterElement")
+                           .nth(1).inner_text())
+        assert first_number > 2  # the kernel's own line number in the module
+
+        # the toolbar keeps one row at 1024 px and nothing scrolls sideways
+        bar = page.locator(".diff-toolbar").evaluate(
+            "(el) => [el.scrollWidth, el.clientWidth, el.getBoundingClientRect().height]")
+        assert bar[0] <= bar[1] + 1 and bar[2] < 40, bar
+        width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert width[0] <= width[1], width
+
+        # the summary by layer
+        page.get_by_test_id("diff-layers-toggle").click()
+        layers = page.get_by_test_id("diff-layers").locator(".diff-layer").all_inner_texts()
+        assert {"conv1", "relu1", "conv2", "relu2", "pool1"} <= set(layers), layers
+        page.screenshot(path=str(artifacts / "diff-scope-fused-1024.png"))
+
+        # another pass where the kernel exists: still scoped, both sides show it
+        page.locator(f".pass-row[data-pass-index='{later['pass_index']}']").click()
+        page.wait_for_function("document.querySelector('[data-testid=diff-pane]').dataset.left"
+                               f" === '{later['before']}'")
+        page.wait_for_function("!document.querySelector('[data-testid=diff-pane]').dataset.loading")
+        assert _scope(page) == KERNEL
+        for side in ("a", "b"):
+            text = editor_text(page, side)
+            assert "Primitive=1" in text.splitlines()[0] and "def @main" not in text, (side, text[:200])
+
+        # back to the whole module
+        page.get_by_test_id("diff-scope").select_option("")
+        page.wait_for_function("document.querySelector('[data-testid=diff-pane]').dataset.scope === ''")
+        assert "def @main" in editor_text(page, "b")
+        assert not errors, errors
+    finally:
+        context.close()
