@@ -14,18 +14,11 @@ from engine.ir.structural import structural_equal
 from engine.relay.interpreter import evaluate
 from engine.relay.parser import parse
 from engine.relay.qnn.fixed_point import multiplier_and_shift
+from engine.relay.testing.qnn import f32, i32
 from engine.relay.type_infer import infer_type
 
 qnn = relay.qnn.op
 RNG = np.random.default_rng(15)
-
-
-def f32(value):
-    return relay.const(np.asarray(value, "float32"))
-
-
-def i32(value):
-    return relay.const(np.asarray(value, "int32"))
 
 
 def typed(expr):

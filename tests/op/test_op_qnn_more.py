@@ -20,24 +20,17 @@ from engine.ir.traversal import post_order
 from engine.relay.analysis import span_coverage
 from engine.relay.interpreter import evaluate
 from engine.relay.parser import parse
+from engine.relay.testing.qnn import f32, i32
 from engine.relay.type_infer import infer_type
 
 qnn = relay.qnn.op
 RNG = np.random.default_rng(1502)
 
 
-def f32(value):
-    return relay.const(np.asarray(value, "float32"))
-
-
-def i32(value):
-    return relay.const(np.asarray(value, "int32"))
-
-
-def check_canonical(text: str, inputs: dict[str, np.ndarray]) -> np.ndarray:
+def check_canonical(text: str, inputs: dict[str, np.ndarray], metadata=None) -> np.ndarray:
     """The kernel's result; the text round-trips, and the canonical form computes the same
     bits with no qnn op left and every call spanned."""
-    mod = relay.transform.InferType()(parse(text))
+    mod = relay.transform.InferType()(parse(text, metadata=metadata))
     assert structural_equal(mod, parse(mod.astext()))
     want = evaluate(mod, inputs)
     lowered = relay.transform.InferType()(relay.qnn.transform.CanonicalizeOps()(mod))
@@ -96,7 +89,25 @@ def test_batch_matmul_is_the_product_of_the_shifted_integers():
     np.testing.assert_array_equal(got, want)
 
 
-def test_avg_pool2d_truncates_the_average_then_requantizes():
+def test_conv2d_transpose_is_the_transposed_conv_of_the_shifted_integers():
+    x = RNG.integers(0, 256, (1, 2, 3, 3)).astype("uint8")
+    w = RNG.integers(-128, 128, (2, 3, 2, 2)).astype("int8")
+    kzp = np.array([1, -2, 0], "int32")
+    text = header(x="Tensor[(1, 2, 3, 3), uint8]", w="Tensor[(2, 3, 2, 2), int8]") + \
+        '  qnn.conv2d_transpose(%x, %w, 128, meta[relay.Constant][0], 0.1f, 0.2f, ' \
+        'channels=3, kernel_size=[2, 2], strides=[2, 2], out_dtype="int32")\n}\n'
+    got = check_canonical(text, {"x": x, "w": w}, {"relay.Constant": [kzp]})
+    assert got.shape == (1, 3, 6, 6) and got.dtype == np.int32
+    want = np.zeros((1, 3, 6, 6), np.int64)
+    xs, ws = x.astype(np.int64) - 128, w.astype(np.int64) - kzp[None, :, None, None]
+    for c in range(2):
+        for i in range(3):
+            for j in range(3):
+                want[0, :, 2 * i:2 * i + 2, 2 * j:2 * j + 2] += xs[0, c, i, j] * ws[c]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_avg_pool2d_averages_with_8_fraction_bits_then_requantizes():
     x = RNG.integers(-128, 128, (1, 2, 4, 4)).astype("int8")
     text = header(x="Tensor[(1, 2, 4, 4), int8]") + \
         "  qnn.avg_pool2d(%x, 0.5f, 1, 0.25f, -4, pool_size=[2, 2], strides=[2, 2], " \
@@ -104,9 +115,9 @@ def test_avg_pool2d_truncates_the_average_then_requantizes():
     got = check_canonical(text, {"x": x})
     shifted = x.astype(np.int64) - 1
     for (n, c, i, j), value in np.ndenumerate(got):
-        total = int(shifted[n, c, 2 * i:2 * i + 2, 2 * j:2 * j + 2].sum())
-        average = abs(total) // 4 * (1 if total >= 0 else -1)
-        assert value == min(127, max(-128, average * 2 - 4))
+        total = int(shifted[n, c, 2 * i:2 * i + 2, 2 * j:2 * j + 2].sum()) * 256
+        average = abs(total) // 4 * (1 if total >= 0 else -1)  # truncated
+        assert value == min(127, max(-128, upward(Fraction(average * 2, 256)) - 4))
 
 
 # --- table lookups ------------------------------------------------------------------------

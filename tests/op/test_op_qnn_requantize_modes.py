@@ -18,6 +18,7 @@ from engine.ir.expr import Constant
 from engine.ir.module import IRModule
 from engine.relay.interpreter import evaluate
 from engine.relay.qnn.fixed_point import multiplier_and_shift
+from engine.relay.testing.qnn import f32, i32
 from engine.relay.type_infer import infer_type
 from engine.runtime.ndarray import NDArray
 
@@ -70,14 +71,6 @@ def tflite_requantize(x, in_scale, out_scale, in_zp, out_zp, dtype):
     return np.array([min(hi, max(lo, multiply_by_quantized_multiplier(int(v) - in_zp,
                                                                       multiplier, shift)
                                  + out_zp)) for v in np.ravel(x)], dtype).reshape(np.shape(x))
-
-
-def f32(value):
-    return relay.const(np.asarray(value, "float32"))
-
-
-def i32(value):
-    return relay.const(np.asarray(value, "int32"))
 
 
 def requantize_call(x, in_scale, in_zp, out_scale, out_zp, **attrs):

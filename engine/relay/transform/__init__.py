@@ -31,3 +31,4 @@ from engine.relay.transform.fold_scale_axis import BackwardFoldScaleAxis as Back
 from engine.relay.transform.fold_scale_axis import ForwardFoldScaleAxis as ForwardFoldScaleAxis
 from engine.relay.transform.convert_layout import ConvertLayout as ConvertLayout
 from engine.relay.transform.alter_op_layout import AlterOpLayout as AlterOpLayout
+from engine.relay.qnn.fq2i import FakeQuantizationToInteger as FakeQuantizationToInteger

@@ -11,7 +11,7 @@ on exact ties).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -262,7 +262,7 @@ def _type_rel_of(name: str) -> Any:
     return Op.get(name).get_attr("FTVMTypeRelation")
 
 
-def _check_kernel_qparams(arg_types: Sequence[Type], out_channels: Dim | None) -> None:
+def check_kernel_qparams(arg_types: Sequence[Type], out_channels: Dim | None) -> None:
     data, weight = tensor_arg(arg_types, 0), tensor_arg(arg_types, 1)
     check_in(data, 0, KERNEL_INPUTS, "the data")
     check_in(weight, 1, KERNEL_INPUTS, "the weight")
@@ -275,7 +275,7 @@ def _check_kernel_qparams(arg_types: Sequence[Type], out_channels: Dim | None) -
 def _qnn_conv2d_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     check_arity(arg_types, 6)
     weight = tensor_arg(arg_types, 1)
-    _check_kernel_qparams(arg_types, weight.shape[kernel_out_axis(attrs)])
+    check_kernel_qparams(arg_types, weight.shape[kernel_out_axis(attrs)])
     return _type_rel_of("nn.conv2d")(arg_types[:2], attrs)
 
 
@@ -285,25 +285,31 @@ def kernel_out_axis(attrs: Attrs) -> int:
     return layout.index("O") if "O" in layout else 0
 
 
-def _qnn_conv2d_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
-    data, weight, in_zp, k_zp = xs[:4]
-    x = data.astype("int32") - np.asarray(in_zp).astype("int32").reshape(())
-    w = weight.astype("int32") - along(k_zp, weight.ndim, kernel_out_axis(attrs)).astype("int32")
-    return _compute_of("nn.conv2d")([x, w], attrs)
+def integer_product(float_op: str, weight_axis: Callable[[Attrs], int]
+                    ) -> Callable[[list[np.ndarray], Attrs], np.ndarray]:
+    """The kernel of a qnn product op: `float_op` (its integer form) of `data - zp` and
+    `weight - kernel_zp` (the kernel zero point per tensor or along `weight_axis`)."""
+    def compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
+        data, weight, in_zp, k_zp = xs[:4]
+        x = data.astype("int32") - np.asarray(in_zp).astype("int32").reshape(())
+        axis = weight_axis(attrs)
+        w = weight.astype("int32") - along(k_zp, weight.ndim, axis).astype("int32")
+        return _compute_of(float_op)([x, w], attrs)
+
+    return compute
+
+
+_qnn_conv2d_compute = integer_product("nn.conv2d", kernel_out_axis)
 
 
 def _qnn_dense_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     check_arity(arg_types, 6)
     weight = tensor_arg(arg_types, 1)
-    _check_kernel_qparams(arg_types, weight.shape[0] if weight.ndim else None)
+    check_kernel_qparams(arg_types, weight.shape[0] if weight.ndim else None)
     return _type_rel_of("nn.dense")(arg_types[:2], attrs)
 
 
-def _qnn_dense_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
-    data, weight, in_zp, k_zp = xs[:4]
-    x = data.astype("int32") - np.asarray(in_zp).astype("int32").reshape(())
-    w = weight.astype("int32") - along(k_zp, weight.ndim, 0).astype("int32")
-    return _compute_of("nn.dense")([x, w], attrs)
+_qnn_dense_compute = integer_product("nn.dense", lambda attrs: 0)
 
 
 KERNEL_ARGS = ("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale",

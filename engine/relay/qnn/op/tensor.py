@@ -1,5 +1,5 @@
-"""qnn.concatenate, qnn.batch_matmul and qnn.avg_pool2d with TVM's names and operands,
-their kernels and canonical forms.
+"""qnn.concatenate, qnn.batch_matmul, qnn.conv2d_transpose and qnn.avg_pool2d with TVM's
+names and operands, their kernels and canonical forms.
 
 - `qnn.concatenate((x...), (scales...), (zero points...), out_scale, out_zp, axis)`: each
   input requantized to the output parameters (TVM's fixed point, UPWARD; the identity
@@ -7,11 +7,18 @@ their kernels and canonical forms.
 - `qnn.batch_matmul(x, y, x_zp, y_zp, x_scale, y_scale)`: int32 batch matmul of
   `x - x_zp` and `y - y_zp` (y is (B, N, K) unless transpose_b=False); per-tensor zero
   points, as TVM.
+- `qnn.conv2d_transpose(x, w, x_zp, w_zp, x_scale, w_scale, ...)`: the int32 transposed
+  convolution of `x - x_zp` and `w - w_zp` (w_zp per tensor or per output channel, the
+  kernel layout's O axis; a transposed conv crops instead of padding, so shifting first
+  is exact).
 - `qnn.avg_pool2d(x, in_scale, in_zp, out_scale, out_zp, ...)`: the int32 average of
-  `x - in_zp` (divided and truncated toward zero, as an integer nn.avg_pool2d), requantized
-  to the output (UPWARD). TFLite's int8 average pool rounds the division half away from
-  zero instead: 1 LSB apart on about half the windows whose sum is not a multiple of the
-  count; importers wanting TFLite's bits compose it themselves.
+  `(x - in_zp) * 256` (an integer nn.avg_pool2d: divided, truncated toward zero), then
+  requantized from `in_scale / 256` to the output (UPWARD). The 8 extra bits make the
+  truncation 1/256 of an input step, so the result is the float average rounded once
+  (within 1 LSB of dequantize -> avg_pool2d -> quantize). TVM averages `x - in_zp`
+  directly, truncating a whole input step away (up to 2 LSB when the output scale is
+  half the input's). TFLite's int8 average pool (same input and output parameters)
+  rounds the sum / count half away from zero: 1 LSB apart on ties.
 """
 
 from __future__ import annotations
@@ -38,16 +45,23 @@ from engine.relay.qnn.lowering import (
     QnnCanonicalizeError,
     minus_zero_point,
     ndim_of,
+    param_along,
     pre_dtype,
     register_canonicalize,
     requantize_tensor,
 )
 from engine.relay.qnn.op.qnn import (
+    KERNEL_ARGS as QNN_KERNEL_ARGS,
+)
+from engine.relay.qnn.op.qnn import (
     KERNEL_INPUTS,
     QUANTIZED,
     check_in,
+    check_kernel_qparams,
     check_qparam,
     check_unary_qparams,
+    integer_product,
+    kernel_out_axis,
     requantize_values,
 )
 
@@ -161,15 +175,9 @@ def _batch_matmul_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     return type_rel_of("nn.batch_matmul")(arg_types[:2], attrs)
 
 
-def _batch_matmul_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
-    x, y, xz, yz = xs[:4]
-    a = x.astype("int32") - scalar(xz).astype("int32")
-    b = y.astype("int32") - scalar(yz).astype("int32")
-    return compute_of("nn.batch_matmul")([a, b], attrs)
-
-
 define_op("qnn.batch_matmul", KERNEL_ARGS, _batch_matmul_rel, OUT_ELEMWISE_FUSABLE,
-          _batch_matmul_compute, attrs_type_key=BATCH_MATMUL_KEY)
+          integer_product("nn.batch_matmul", lambda attrs: 0),
+          attrs_type_key=BATCH_MATMUL_KEY)
 
 
 @register_canonicalize("qnn.batch_matmul")
@@ -190,6 +198,48 @@ def batch_matmul(x: Expr, y: Expr, x_zero_point: Expr, y_zero_point: Expr, x_sca
                       "transpose_b": bool(transpose_b)}, BATCH_MATMUL_KEY)
 
 
+# --- conv2d_transpose ----------------------------------------------------------------------
+CONV_T_KEY = "relay.attrs.Conv2DTransposeAttrs"
+
+
+def _conv_t_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
+    check_arity(arg_types, 6)
+    weight = tensor_arg(arg_types, 1)
+    check_kernel_qparams(arg_types, weight.shape[kernel_out_axis(attrs)])
+    return type_rel_of("nn.conv2d_transpose")(arg_types[:2], attrs)
+
+
+define_op("qnn.conv2d_transpose", QNN_KERNEL_ARGS, _conv_t_rel, OUT_ELEMWISE_FUSABLE,
+          integer_product("nn.conv2d_transpose", kernel_out_axis), attrs_type_key=CONV_T_KEY)
+
+
+@register_canonicalize("qnn.conv2d_transpose")
+def canonicalize_conv2d_transpose(pre: Call, post: Call) -> Expr:
+    x, w, xz, wz = post.args[:4]
+    kzp = param_along(wz, pre.args[3], ndim_of(pre.args[1]), kernel_out_axis(post.attrs))
+    attrs = dict(post.attrs.replace(out_dtype=post.attrs.get("out_dtype") or "int32"))
+    return make_call("nn.conv2d_transpose", (minus_zero_point(x, xz, "int32"),
+                                             minus_zero_point(w, kzp, "int32")), attrs,
+                     CONV_T_KEY)
+
+
+def conv2d_transpose(data: Expr, weight: Expr, input_zero_point: Expr,
+                     kernel_zero_point: Expr, input_scale: Expr, kernel_scale: Expr,
+                     kernel_size: Any, channels: int | None, strides: Any = (1, 1),
+                     padding: Any = (0, 0), dilation: Any = (1, 1), groups: int = 1,
+                     data_layout: str = "NCHW", kernel_layout: str = "IOHW",
+                     out_layout: str = "", output_padding: Any = (0, 0),
+                     out_dtype: str = "int32") -> Call:
+    """Quantized transposed 2-D convolution, int32 out (TVM's
+    relay.qnn.op.conv2d_transpose)."""
+    float_call = relay.nn.conv2d_transpose(data, weight, strides, padding, dilation, groups,
+                                           channels, kernel_size, data_layout, kernel_layout,
+                                           out_layout, output_padding, out_dtype)
+    return make_call("qnn.conv2d_transpose", (data, weight, input_zero_point,
+                                              kernel_zero_point, input_scale, kernel_scale),
+                     dict(float_call.attrs), CONV_T_KEY)
+
+
 # --- avg_pool2d ---------------------------------------------------------------------------
 POOL_ARGS = ("data", "input_scale", "input_zero_point", "output_scale", "output_zero_point")
 
@@ -202,12 +252,20 @@ def _avg_pool_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     return TensorType(out.shape, data.dtype)
 
 
+POOL_BITS = 8  # the fraction bits kept by the integer average
+
+
 def _avg_pool_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     x, scale, zp, out_scale, out_zp = xs
-    shifted = x.astype("int32") - scalar(zp).astype("int32")
+    shifted = (x.astype("int32") - scalar(zp).astype("int32")) << POOL_BITS
     pooled = compute_of("nn.avg_pool2d")([shifted], attrs)
-    return requantize_values(pooled, scalar(scale), np.zeros((), "int32"), scalar(out_scale),
-                             scalar(out_zp), -1, "UPWARD", x.dtype.name)
+    return requantize_values(pooled, pool_scale(scale), np.zeros((), "int32"),
+                             scalar(out_scale), scalar(out_zp), -1, "UPWARD", x.dtype.name)
+
+
+def pool_scale(scale: np.ndarray) -> np.ndarray:
+    """The scale of the widened average (exact: a power of two)."""
+    return (scalar(scale).astype("float32") / np.float32(1 << POOL_BITS)).astype("float32")
 
 
 define_op("qnn.avg_pool2d", POOL_ARGS, _avg_pool_rel, OUT_ELEMWISE_FUSABLE, _avg_pool_compute,
@@ -217,12 +275,14 @@ define_op("qnn.avg_pool2d", POOL_ARGS, _avg_pool_rel, OUT_ELEMWISE_FUSABLE, _avg
 @register_canonicalize("qnn.avg_pool2d")
 def canonicalize_avg_pool2d(pre: Call, post: Call) -> Expr:
     x, scale, zp, out_scale, out_zp = post.args
-    pooled = make_call("nn.avg_pool2d", (minus_zero_point(x, zp, "int32"),), dict(post.attrs),
-                       AVG_POOL_KEY)
+    widened = relay.left_shift(minus_zero_point(x, zp, "int32"),
+                               relay.const(np.int32(POOL_BITS)))
+    pooled = make_call("nn.avg_pool2d", (widened,), dict(post.attrs), AVG_POOL_KEY)
     dtype = pre_dtype(pre.args[0])
     zero = relay.const(np.int32(0))
-    values = [constant_scalar(e, "a scale") for e in (scale, out_scale)]
-    return requantize_tensor(pooled, zero, out_zp, values[0], values[1], ndim_of(pre), dtype)
+    in_scale = pool_scale(constant_scalar(scale, "a scale"))
+    return requantize_tensor(pooled, zero, out_zp, in_scale,
+                             constant_scalar(out_scale, "a scale"), ndim_of(pre), dtype)
 
 
 def avg_pool2d(data: Expr, input_scale: Expr, input_zero_point: Expr, output_scale: Expr,
@@ -238,4 +298,4 @@ def avg_pool2d(data: Expr, input_scale: Expr, input_zero_point: Expr, output_sca
                      AVG_POOL_KEY)
 
 
-__all__ = ["avg_pool2d", "batch_matmul", "concatenate"]
+__all__ = ["avg_pool2d", "batch_matmul", "concatenate", "conv2d_transpose"]
