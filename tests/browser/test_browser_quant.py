@@ -64,7 +64,9 @@ def test_requantize_layers_scale_values_dtypes_and_lsb(page: Any, server: str,
     page.wait_for_function(
         f"document.querySelector('[data-testid=diff-pane]').dataset.right === '{first['after']}'")
     page.wait_for_function("document.querySelector('[data-testid=diff-pane]').dataset.provenance === 'ready'")
+    page.get_by_test_id("view-menu").click()
     page.get_by_test_id("view-wrap").check()  # long qnn lines wrap: every operand in view
+    page.get_by_test_id("view-menu").click()
     page.wait_for_function("document.querySelector('[data-testid=diff-pane]').dataset.provenance === 'ready'")
     entry, on_line = _line_of(page, first["after"], "qnn.requantize")
     right = page.locator(".cm-editor[data-side='b']")
@@ -102,7 +104,8 @@ def test_requantize_layers_scale_values_dtypes_and_lsb(page: Any, server: str,
     # Hovering a call shows its type.
     page.mouse.move(0, 0)
     line.locator("text=qnn.requantize").first.hover()
-    hover.wait_for()
+    page.wait_for_function("document.querySelector('.cm-tooltip-hover [data-testid=hover-card] strong')"
+                           "?.textContent === 'qnn.requantize'")
     assert "int8" in hover.get_by_test_id("hover-type").inner_text()
     assert not page.watch.errors
 
@@ -121,8 +124,8 @@ def test_schedules_tab_steps_through_an_integer_conv_kernel(page: Any, server: s
     assert label.inner_text().startswith("step 0/")
     total = int(label.inner_text().split("/")[1].split()[0])
     assert total >= 3
-    nest = page.get_by_test_id("loop-nest")
-    assert "int32" in nest.inner_text()  # the integer accumulator of the conv
+    # the integer accumulator of the conv (the nest renders after its diff is computed)
+    page.wait_for_function("document.querySelector('[data-testid=loop-nest]').textContent.includes('int32')")
     seen = {label.inner_text()}
     for _ in range(3):
         page.get_by_role("button", name="Next step").click()
