@@ -53,7 +53,7 @@ function definition(index, entry) {
  * The type of an expression as printed: a variable's annotation, else the type comment that
  * ends its definition (null when it was printed without one).
  * @param {import("./sourcemap.js").SourceIndex} index
- * @param {(from: number, to: number) => string} slice text of the snapshot
+ * @param {(from: number, to: number) => string} slice text of the whole module
  */
 export function typeOfEntry(index, slice, entry) {
   const def = definition(index, entry);
@@ -104,24 +104,37 @@ export function hoverCard(entry, type, qparam) {
 }
 
 /**
- * The hover card extension of an IR editor whose source index `getIndex()` returns (null
- * until it is loaded).
+ * @typedef {Object} QuantSource what an IR editor shows
+ * @property {import("./sourcemap.js").SourceIndex} index the whole module's source index
+ * @property {string} text the whole module's text
+ * @property {number} offset where the editor's text starts in it (a scoped diff shows one function)
  */
-export function quantHover(getIndex) {
+
+/**
+ * The hover card extension of an IR editor; `getSource()` returns its QuantSource (null
+ * until the source map is loaded).
+ * @param {() => QuantSource | null} getSource
+ */
+export function quantHover(getSource) {
   return hoverTooltip((view, pos) => {
-    const index = getIndex();
-    const entry = index?.entryAt(pos);
+    const source = getSource();
+    if (!source) return null;
+    const { index, text, offset } = source;
+    const entry = index.entryAt(pos + offset);
     if (!entry) return null;
-    const slice = (from, to) => view.state.doc.sliceString(from, to);
     const qparam = qparamOf(index, entry);
-    const type = typeOfEntry(index, slice, entry);
+    const type = typeOfEntry(index, (from, to) => text.slice(from, to), entry);
     if (!qparam && !type) return null;
-    return { pos: entry.from, end: entry.to, above: true,
+    const length = view.state.doc.length;
+    return { pos: Math.max(0, entry.from - offset), end: Math.min(length, entry.to - offset), above: true,
       create: () => ({ dom: hoverCard(entry, type, qparam) }) };
   }, { hoverTime: 200 });
 }
 
-/** The extensions an IR pane adds for quantized models. */
-export function quantExtensions(getIndex) {
-  return [dtypeMarks, quantHover(getIndex)];
+/**
+ * The extensions an IR pane adds for quantized models.
+ * @param {() => QuantSource | null} getSource
+ */
+export function quantExtensions(getSource) {
+  return [dtypeMarks, quantHover(getSource)];
 }

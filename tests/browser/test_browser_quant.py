@@ -107,6 +107,16 @@ def test_requantize_layers_scale_values_dtypes_and_lsb(page: Any, server: str,
     page.wait_for_function("document.querySelector('.cm-tooltip-hover [data-testid=hover-card] strong')"
                            "?.textContent === 'qnn.requantize'")
     assert "int8" in hover.get_by_test_id("hover-type").inner_text()
+
+    # Scoped to @main (its text starts after the version line), the hover still finds it.
+    page.mouse.move(0, 0)
+    page.get_by_test_id("diff-scope").select_option("@main")
+    page.wait_for_function("document.querySelector('[data-testid=diff-pane]').dataset.scope === '@main'")
+    scoped = right.locator(".cm-line", has_text="qnn.requantize(").first
+    scoped.locator("text=qnn.requantize").first.hover()
+    page.wait_for_function("document.querySelector('.cm-tooltip-hover [data-testid=hover-card] strong')"
+                           "?.textContent === 'qnn.requantize'")
+    assert "int8" in hover.get_by_test_id("hover-type").inner_text()
     assert not page.watch.errors
 
 
