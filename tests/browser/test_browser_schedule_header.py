@@ -2,7 +2,7 @@
 fusion depth limit) has a kernel whose header keeps the stepper in
 view (its primitives in one scrolling row, its layers in another, the operator chain clipped
 with the full text on hover), and the TEDD diagram and the loop nest zoom (buttons, wheel)
-with fit and 1:1 to reset (drag-to-pan is not asserted here); the page never scrolls sideways."""
+with fit and 1:1 to reset, and a drag pans it; the page never scrolls sideways."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_big_kernel_header_fits_and_tedd_zooms(browser: Any, server: str, tmp_pa
         row, chip = chips.bounding_box(), active.bounding_box()
         assert row["x"] - 1 <= chip["x"] and chip["x"] + chip["width"] <= row["x"] + row["width"] + 1, (row, chip)
 
-        # TEDD: fitted, then zoomed in by a button and by the wheel, dragged, reset
+        # TEDD: fitted, then zoomed in by a button and by the wheel, reset, dragged
         page.locator(".tedd svg g.node").first.wait_for()
         tedd = page.get_by_test_id("tedd")
         fitted = float(tedd.get_attribute("data-zoom"))
@@ -86,6 +86,18 @@ def test_big_kernel_header_fits_and_tedd_zooms(browser: Any, server: str, tmp_pa
         page.wait_for_function(f"Number(document.querySelector('[data-testid=tedd]').dataset.zoom) > {zoom}")
         page.get_by_test_id("tedd-reset").click()
         assert tedd.get_attribute("data-zoom") == "1.000"
+        # at 1:1 the diagram is far wider than its box: a drag pans it (the box scrolls)
+        tedd.scroll_into_view_if_needed()
+        box = tedd.bounding_box()
+        assert tedd.evaluate("(el) => el.scrollWidth > el.clientWidth")
+        left = tedd.evaluate("(el) => el.scrollLeft")
+        x, y = box["x"] + box["width"] / 2, box["y"] + min(box["height"] / 2, 40)
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.move(x - 60, y, steps=4)
+        page.mouse.move(x - 150, y, steps=4)
+        page.mouse.up()
+        assert tedd.evaluate("(el) => el.scrollLeft") >= left + 100
         page.get_by_test_id("tedd-fit").click()
         assert float(tedd.get_attribute("data-zoom")) == fitted
 

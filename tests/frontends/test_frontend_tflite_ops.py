@@ -42,8 +42,9 @@ class Graph:
         return index
 
     def run(self, op_type: str, inputs: list[int], outputs: list[tuple[tuple[int, ...], str]],
-            **options: Any) -> list[np.ndarray]:
-        outs = [self.tensor(shape=shape, dtype=dtype) for shape, dtype in outputs]
+            out_quant: Quantization | None = None, **options: Any) -> list[np.ndarray]:
+        outs = [self.tensor(shape=shape, dtype=dtype, quant=out_quant)
+                for shape, dtype in outputs]
         graph = TFLiteGraph(self.tensors, [OpRecord(0, op_type, inputs, outs, options)],
                             self.inputs, outs)
         mod, _, _ = TFLiteImporter(graph, None, None).run()
@@ -215,13 +216,12 @@ def test_quantize_dequantize_pair_rounds_half_away_from_zero() -> None:
     np.testing.assert_array_equal(evaluate(mod, g.feeds), expected)
 
 
-def test_integer_kernels_are_refused_by_name() -> None:
+def test_an_integer_op_without_an_integer_kernel_is_refused_by_name() -> None:
     g = Graph()
     quant = Quantization(np.asarray([0.5], dtype="float32"), np.asarray([0]), 0)
     a = g.tensor(np.zeros((2, 2), dtype="int8"), runtime=True, quant=quant)
-    g.tensors[a].quant = quant
-    with pytest.raises(ConversionError, match="integer kernels are not converted yet"):
-        g.run("ADD", [a, a], [((2, 2), "int8")])
+    with pytest.raises(ConversionError, match="integer kernel for FLOOR is not converted"):
+        g.run("FLOOR", [a], [((2, 2), "int8")], out_quant=quant)
 
 
 # --- sparse tensors ------------------------------------------------------------------------

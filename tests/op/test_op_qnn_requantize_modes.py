@@ -64,13 +64,20 @@ def multiply_by_quantized_multiplier(x: int, multiplier: int, shift: int) -> int
         saturating_rounding_doubling_high_mul(x * (1 << left), multiplier), right)
 
 
-def tflite_requantize(x, in_scale, out_scale, in_zp, out_zp, dtype):
+def multiply_by_quantized_multiplier_int64(x: int, multiplier: int, shift: int) -> int:
+    """The int64-accumulator overload (int16x8 kernels)."""
+    reduced = (multiplier + (1 << 15)) >> 16 if multiplier < 0x7FFF0000 else 0x7FFF
+    total_shift = 15 - shift
+    return (x * reduced + (1 << (total_shift - 1))) >> total_shift
+
+
+def tflite_requantize(x, in_scale, out_scale, in_zp, out_zp, dtype,
+                      multiply=multiply_by_quantized_multiplier):
     real = float(np.float64(in_scale)) / float(np.float32(out_scale))
     multiplier, shift = quantize_multiplier(real)
     lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
-    return np.array([min(hi, max(lo, multiply_by_quantized_multiplier(int(v) - in_zp,
-                                                                      multiplier, shift)
-                                 + out_zp)) for v in np.ravel(x)], dtype).reshape(np.shape(x))
+    return np.array([min(hi, max(lo, multiply(int(v) - in_zp, multiplier, shift) + out_zp))
+                     for v in np.ravel(x)], dtype).reshape(np.shape(x))
 
 
 def requantize_call(x, in_scale, in_zp, out_scale, out_zp, **attrs):
@@ -135,6 +142,18 @@ def test_tflite_rounding_per_channel_with_a_float64_input_scale():
         exact = np.float64(input_scale) * np.float64(weight_scales[c])
         np.testing.assert_array_equal(got[:, c], tflite_requantize(x[:, c], exact, 0.05, 0, 7,
                                                                    "int8"))
+
+
+@pytest.mark.parametrize("in_scale, out_scale", [(1.0, 2.0), (3.0, 16.0), (0.0123, 0.7),
+                                                  (2.0 ** -30, 1.0), (5.0, 4.0)])
+def test_tflite_int16_rounding_matches_the_int64_accumulator_algorithm(in_scale, out_scale):
+    x = np.concatenate([np.arange(-2048, 2049), RNG.integers(-(1 << 40), 1 << 40, 500)])
+    var, call = requantize_call(x.astype("int64"), np.float32(in_scale), 0, out_scale, 0,
+                                rounding="TFLITE_INT16", out_dtype="int32")
+    got = run_both(var, call, x.astype("int64"))
+    want = tflite_requantize(x, np.float32(in_scale), out_scale, 0, 0, "int32",
+                             multiply_by_quantized_multiplier_int64)
+    np.testing.assert_array_equal(got, want)
 
 
 # --- float32 (onnxruntime) ----------------------------------------------------------------

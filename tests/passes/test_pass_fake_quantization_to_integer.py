@@ -240,3 +240,20 @@ def test_conv2d_transpose_becomes_qnn_conv2d_transpose():
               "w": RNG.integers(-128, 128, (2, 3, 2, 2)).astype("int8")}
     out = compare(mod, inputs, exact=False)
     assert "qnn.conv2d_transpose" in op_names(out)
+
+
+def test_use_qat_converts_ops_whose_result_stays_float():
+    mod = relay.transform.InferType()(region("""
+  %0 = qnn.dequantize(%x, 0.05f, 128);
+  %1 = qnn.dequantize(%w, 0.01f, 0);
+  %2 = nn.conv2d(%0, %1, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
+  %3 = reshape(%2, newshape=[1, 64]);
+  nn.softmax(%3)""", x="Tensor[(1, 2, 4, 4), uint8]", w="Tensor[(4, 2, 3, 3), int8]"))
+    inputs = {"x": RNG.integers(0, 256, (1, 2, 4, 4)).astype("uint8"),
+              "w": RNG.integers(-128, 128, (4, 2, 3, 3)).astype("int8")}
+    assert op_names(fq2i(mod)) == op_names(mod)  # no quantize: nothing without use_qat
+    out = fq2i(mod, use_qat=True)
+    assert op_names(out) == ["qnn.conv2d", "reshape", "qnn.dequantize", "nn.softmax"]
+    assert span_coverage(out).ratio == 1.0
+    np.testing.assert_allclose(evaluate(out, inputs), evaluate(mod, inputs), rtol=1e-5,
+                               atol=1e-7)

@@ -198,3 +198,17 @@ def test_fold_scale_axis_is_a_sequential_with_stats() -> None:
     assert ops_in(out["main"]).count("multiply") == 0
     with tvm.transform.PassContext(opt_level=2):
         assert tvm.transform.Sequential([seq])(mod) is mod  # gated by opt_level 3
+
+
+def test_fold_bwd_leaves_an_integer_rescale_alone() -> None:
+    """An int64 conv's per-channel fixed-point significand (a quantized model's rescale)
+    is not a scale: folding it into the weights would overflow them (and mix dtypes)."""
+    x = relay.var("x", shape=(1, 4, 6, 6), dtype="int32")
+    w = relay.const(RNG.integers(-127, 128, size=(2, 4, 3, 3)).astype("int32"))
+    significand = relay.const(np.asarray([1 << 30, 3 << 28], dtype="int64").reshape(2, 1, 1))
+    func = relay.Function([x], relay.multiply(_conv(x, w, 2, out_dtype="int64"), significand))
+    after = run_opt_pass(func, relay.transform.BackwardFoldScaleAxis())
+    assert ops_in(after).count("multiply") == 1 and "nn.conv2d" in ops_in(after)
+    inputs = {"x": RNG.integers(-128, 128, size=(1, 4, 6, 6)).astype("int32")}
+    np.testing.assert_array_equal(evaluate(tvm.IRModule.from_expr(after), inputs),
+                                  evaluate(tvm.IRModule.from_expr(func), inputs))

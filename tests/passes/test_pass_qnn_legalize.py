@@ -37,7 +37,7 @@ def @main(%x: Tensor[(1, 3, 6, 6), uint8], %w: Tensor[(4, 3, 3, 3), int8],
 """
 
 MODES = {"UPWARD": "", "TONEAREST": 'rounding="TONEAREST",', "TFLITE": 'rounding="TFLITE",',
-         "float32": 'compute_dtype="float32",'}
+         "TFLITE_INT16": 'rounding="TFLITE_INT16",', "float32": 'compute_dtype="float32",'}
 
 
 def conv_module(mode: str) -> tvm.IRModule:

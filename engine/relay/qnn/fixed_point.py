@@ -16,6 +16,9 @@ Two more modes reproduce the other integer runtimes bit for bit:
   from zero): two roundings, where TVM's TONEAREST rounds once (1 LSB apart on rare
   double-rounding cases). TFLite computes `x << left` in int32; here it is int64, so an
   accumulator that would overflow int32 there (undefined behaviour in C++) does not wrap.
+- `TFLITE_INT16` (rounding="TFLITE_INT16"): TFLite's int16x8 kernels, which multiply an
+  int64 accumulator by the multiplier reduced to 16 bits (`(q + 2**15) >> 16`, at most
+  0x7FFF) and shift right by `15 - shift` once, rounding half up.
 - `float32` (compute_dtype="float32"): onnxruntime's QLinear* kernels (MLAS on x86)
   requantize in float: `float(x) * (in_scale / out_scale)` all in float32, rounded half to
   even, plus the zero point, saturated (`float_requantize`).
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ROUNDINGS = ("UPWARD", "TONEAREST", "TFLITE")
+ROUNDINGS = ("UPWARD", "TONEAREST", "TFLITE", "TFLITE_INT16")
 
 
 def rounding_mode(value: str | None) -> str:
@@ -153,6 +156,21 @@ def tflite_multiply(x: np.ndarray, fp: TfliteFixedPoint) -> np.ndarray:
     return np.right_shift(high + bit, fp.right_shift)
 
 
+def tflite_int16_multiply(x: np.ndarray, fp: TfliteFixedPoint) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier for an int64 accumulator (int16x8 kernels)."""
+    reduced, total_shift = tflite_reduced(fp)
+    x = np.asarray(x, dtype="int64")
+    return np.right_shift(x * reduced + np.left_shift(np.int64(1), total_shift - 1),
+                          total_shift)
+
+
+def tflite_reduced(fp: TfliteFixedPoint) -> tuple[np.ndarray, np.ndarray]:
+    """(the multiplier reduced to 16 bits, the total right shift 15 - shift)."""
+    reduced = np.where(fp.significand < 0x7FFF0000,
+                       np.right_shift(fp.significand + (1 << 15), 16), 0x7FFF)
+    return reduced.astype("int64"), 15 - (fp.left_shift - fp.right_shift)
+
+
 def float_multiplier(input_scale: np.ndarray | float, output_scale: np.ndarray | float
                      ) -> np.ndarray:
     """onnxruntime's requantize multiplier: in_scale / out_scale divided in float32."""
@@ -184,4 +202,5 @@ def dtype_range(dtype: str) -> tuple[int, int]:
 
 __all__ = ["ROUNDINGS", "FixedPoint", "TfliteFixedPoint", "dtype_range", "fixed_point",
            "fixed_point_multiply", "float_multiplier", "float_requantize", "multiplier_and_shift",
-           "rounding_mode", "scale_ratio", "tflite_fixed_point", "tflite_multiply"]
+           "rounding_mode", "scale_ratio", "tflite_fixed_point", "tflite_int16_multiply",
+           "tflite_multiply", "tflite_reduced"]

@@ -22,6 +22,7 @@ from engine.relay.qnn.fixed_point import (
     fixed_point,
     float_multiplier,
     tflite_fixed_point,
+    tflite_reduced,
 )
 from engine.relay.qnn.op.qnn import along
 from engine.relay.transform._rewrite import (
@@ -112,6 +113,16 @@ def tflite_multiply(x: Expr, in_scale: np.ndarray, out_scale: np.ndarray, ndim: 
     return relay.right_shift(relay.add(x, bit), const(fp.right_shift, "int64"))
 
 
+def tflite_int16_multiply(x: Expr, in_scale: np.ndarray, out_scale: np.ndarray, ndim: int,
+                          axis: int) -> Expr:
+    """int64 TFLite MultiplyByQuantizedMultiplier of an int64 accumulator."""
+    fp = tflite_fixed_point(along(in_scale, ndim, axis), along(out_scale, ndim, axis))
+    reduced, total_shift = tflite_reduced(fp)
+    product = relay.multiply(x, const(reduced, "int64"))
+    rounded = relay.add(product, const(np.left_shift(np.int64(1), total_shift - 1), "int64"))
+    return relay.right_shift(rounded, const(total_shift, "int64"))
+
+
 def float_multiply(x: Expr, in_scale: np.ndarray, out_scale: np.ndarray, ndim: int,
                    axis: int) -> Expr:
     """onnxruntime's float32 requantize multiply, rounded half to even, as int64."""
@@ -127,6 +138,8 @@ def scale_multiply(x: Expr, scales: tuple[np.ndarray, np.ndarray], ndim: int, ax
         return float_multiply(x, scales[0], scales[1], ndim, axis)
     if rounding == "TFLITE":
         return tflite_multiply(x, scales[0], scales[1], ndim, axis)
+    if rounding == "TFLITE_INT16":
+        return tflite_int16_multiply(x, scales[0], scales[1], ndim, axis)
     return fixed_point_multiply(x, scales[0], scales[1], ndim, axis, rounding)
 
 

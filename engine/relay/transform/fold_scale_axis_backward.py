@@ -33,6 +33,7 @@ from engine.relay.transform.fold_scale_axis_util import (
     expand_scale,
     foldable_conv,
     is_all_positive,
+    is_float_scale,
     match_broadcast,
     ref_counts,
     scaled_weight,
@@ -141,6 +142,8 @@ def _multiply_transform(folder: BackwardFolder, call: Call, message: Message | N
         if lhs is None or rhs is None or not match_broadcast(lhs, rhs, msg.axes):
             break
         if msg.require_positive and not is_all_positive(other):
+            break
+        if not is_float_scale(other):
             break
         folded_span = spans_of(call)
         folder.folded += 1

@@ -33,6 +33,7 @@ from engine.relay.transform.fold_scale_axis_util import (
     foldable_conv,
     intersect,
     is_all_positive,
+    is_float_scale,
     match_broadcast,
     scaled_weight,
     shape_of,
@@ -156,7 +157,8 @@ def _multiply_rewrite(folder: ForwardFolder, call: Call, post: Call, args: list
         other = post.args[1 - side]
         if lhs is None or rhs is None or not match_broadcast(lhs, rhs, message.axes):
             continue
-        if message.require_positive and not is_all_positive(other):
+        if not is_float_scale(other) or (message.require_positive
+                                         and not is_all_positive(other)):
             continue
         span = spans_of(call)
         scale = channel_scale(other, lhs, rhs, message.axes, span)

@@ -89,6 +89,14 @@ def expand_scale(scale: Expr, ndim: int, axes: Sequence[int]) -> Expr:
     return expand_to_axis(scale, ndim, axes[-1]) if axes else scale
 
 
+def is_float_scale(expr: Expr) -> bool:
+    """A float operand: only a float multiply is a scale to fold. After an integer conv an
+    integer multiply is a fixed-point rescale step (a 2**30-sized significand) that the
+    weights' dtype cannot absorb."""
+    ty = tensor_type(expr)
+    return ty is not None and str(ty.dtype).startswith(("float", "bfloat"))
+
+
 def is_all_positive(expr: Expr) -> bool:
     """A constant (possibly under expand_dims/squeeze/reshape) whose values are all > 0."""
     while op_name(expr) in PASS_THROUGH_POSITIVE:

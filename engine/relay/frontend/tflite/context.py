@@ -27,14 +27,25 @@ class ImporterView(Protocol):
 
 
 CONVERTERS: dict[str, Converter] = {}
+# full-integer kernels: used when an op computes on a quantized (int8/uint8/int16) tensor
+INTEGER_CONVERTERS: dict[str, Converter] = {}
+
+
+def _registrar(table: dict[str, Converter], names: tuple[str, ...]
+               ) -> Callable[[Converter], Converter]:
+    def register(fn: Converter) -> Converter:
+        for name in names:
+            table[name] = fn
+        return fn
+    return register
 
 
 def converter(*names: str) -> Callable[[Converter], Converter]:
-    def register(fn: Converter) -> Converter:
-        for name in names:
-            CONVERTERS[name] = fn
-        return fn
-    return register
+    return _registrar(CONVERTERS, names)
+
+
+def integer_converter(*names: str) -> Callable[[Converter], Converter]:
+    return _registrar(INTEGER_CONVERTERS, names)
 
 
 @dataclass

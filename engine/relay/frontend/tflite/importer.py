@@ -25,17 +25,34 @@ from engine.relay.frontend.common import (
     set_parameter_span,
     set_span,
 )
-from engine.relay.frontend.tflite import elemwise, nn, quantize, shapes  # noqa: F401 (register)
-from engine.relay.frontend.tflite.context import CONVERTERS, OpContext
+from engine.relay.frontend.tflite import (  # noqa: F401 (register)
+    elemwise,
+    integer,
+    nn,
+    quantize,
+    shapes,
+    tables,
+)
+from engine.relay.frontend.tflite.context import (
+    CONVERTERS,
+    INTEGER_CONVERTERS,
+    Converter,
+    OpContext,
+)
 from engine.relay.frontend.tflite.model import OpRecord, TFLiteGraph
 from engine.relay.frontend.tflite.quantize import QUANTIZED_DTYPES
 from engine.relay.transform.fold_constant import fold_constant
 from engine.relay.type_infer import TypeInferencer
 
 _CONVERTER_ERRORS = (TypeError, ValueError, IndexError, KeyError, AttributeError)
-# ops that only move or describe quantized values (exact on int8 as on float)
-_QUANTIZED_SAFE = frozenset({"QUANTIZE", "DEQUANTIZE", "SHAPE", "RESHAPE", "SQUEEZE",
-                             "EXPAND_DIMS", "TRANSPOSE"})
+# ops that only move, select or describe quantized values (their output keeps the input's
+# scale and zero point: the float converters are exact on integers)
+_QUANTIZED_SAFE = frozenset({
+    "DEQUANTIZE", "SHAPE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "STRIDED_SLICE",
+    "SLICE", "PACK", "UNPACK", "SPLIT", "SPLIT_V", "GATHER", "GATHER_ND", "TILE",
+    "BROADCAST_TO", "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "REVERSE_V2", "CAST",
+    "RESIZE_NEAREST_NEIGHBOR", "REDUCE_MAX", "REDUCE_MIN", "ARG_MAX", "ARG_MIN",
+})
 FOLD_LIMIT = 1 << 22  # elements: larger results of constant operands stay computed
 
 
@@ -108,20 +125,23 @@ class TFLiteImporter:
             raise TypeError(f"expected a tensor, got {ty}")
         return ty
 
-    def _check_float(self, op: OpRecord, layer: str, inputs: list[Expr | None]) -> None:
-        """Full-integer models: arithmetic on quantized activations needs TFLite's integer
-        kernels, which the quantization work brings; say so instead of computing wrongly."""
-        if op.op_type in _QUANTIZED_SAFE:
-            return
-        for index, expr in zip(op.inputs, inputs):
-            tensor = self.graph.tensors[index] if index >= 0 else None
-            if tensor is not None and tensor.quant is not None and \
-                    tensor.dtype in QUANTIZED_DTYPES and not isinstance(expr, Constant):
-                raise ConversionError(layer, op.op_type, (
-                    f"computes on the quantized {tensor.dtype} tensor {tensor.name!r} "
-                    f"(scale {tensor.quant.scale.reshape(-1)[:4].tolist()}): TFLite's integer "
-                    "kernels are not converted yet; float, float16 and dynamic-range models "
-                    "are"))
+    def _converter(self, op: OpRecord, layer: str, inputs: list[Expr | None]) -> Converter:
+        """The float converter, or the integer kernel when the op computes on a quantized
+        run-time tensor (a full-integer model); an integer op without one is refused."""
+        quantized = [self.graph.tensors[i] for i, e in zip(op.inputs, inputs)
+                     if i >= 0 and not isinstance(e, Constant)
+                     and self.graph.tensors[i].quant is not None
+                     and self.graph.tensors[i].dtype in QUANTIZED_DTYPES]
+        if not quantized or op.op_type in _QUANTIZED_SAFE:
+            return CONVERTERS[op.op_type]
+        if op.op_type in INTEGER_CONVERTERS:
+            return INTEGER_CONVERTERS[op.op_type]
+        tensor = quantized[0]
+        assert tensor.quant is not None
+        raise ConversionError(layer, op.op_type, (
+            f"computes on the quantized {tensor.dtype} tensor {tensor.name!r} (scale "
+            f"{tensor.quant.scale.reshape(-1)[:4].tolist()}): TFLite's integer kernel for "
+            f"{op.op_type} is not converted"))
 
     def _fold(self, op: OpRecord, inputs: list[Expr | None], outputs: list[Expr]) -> list[Expr]:
         """An op whose operands are all constants becomes constants (shape arithmetic)."""
@@ -135,14 +155,14 @@ class TFLiteImporter:
 
     def _convert(self, op: OpRecord, layer: str) -> None:
         inputs = [self._operand(i, layer) for i in op.inputs]
-        self._check_float(op, layer, inputs)
+        convert = self._converter(op, layer, inputs)
         self.layers.append(res.layer_entry(
             layer, op.op_type, [self.graph.tensors[i].name for i in op.inputs if i >= 0],
             [self.graph.tensors[i].name for i in op.outputs],
             {k: v for k, v in op.options.items() if not k.endswith("AsNumpy")}))
         ctx = OpContext(layer, op, inputs, self)
         try:
-            out = CONVERTERS[op.op_type](ctx)
+            out = convert(ctx)
         except ConversionError:
             raise
         except _CONVERTER_ERRORS as err:

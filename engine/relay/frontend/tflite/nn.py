@@ -34,11 +34,11 @@ def window_padding(ctx: OpContext, kernel: tuple[int, int], strides: tuple[int, 
     return (top, left, bottom, right)
 
 
-def _strides(ctx: OpContext) -> tuple[int, int]:
+def strides_of(ctx: OpContext) -> tuple[int, int]:
     return int(ctx.options.get("StrideH", 1)), int(ctx.options.get("StrideW", 1))
 
 
-def _dilation(ctx: OpContext) -> tuple[int, int]:
+def dilation_of(ctx: OpContext) -> tuple[int, int]:
     return int(ctx.options.get("DilationHFactor", 1)), int(ctx.options.get("DilationWFactor", 1))
 
 
@@ -77,7 +77,7 @@ def _per_channel(ctx: OpContext) -> bool:
 def _nhwc_conv(ctx: OpContext, weight: Expr, kernel: tuple[int, int], groups: int,
                channels: int, kernel_layout: str, hybrid: bool) -> Callable[[Expr], Expr]:
     """The layer's conv2d on NHWC data (int32 accumulation for a hybrid layer)."""
-    strides, dilation = _strides(ctx), _dilation(ctx)
+    strides, dilation = strides_of(ctx), dilation_of(ctx)
     padding = window_padding(ctx, kernel, strides, dilation)
 
     def conv(x: Expr) -> Expr:
@@ -134,7 +134,7 @@ def fully_connected(ctx: OpContext) -> Expr:
 
 def _pool(ctx: OpContext, fn: Callable[..., Expr], **extra: Any) -> Expr:
     kernel = int(ctx.options["FilterHeight"]), int(ctx.options["FilterWidth"])
-    strides = _strides(ctx)
+    strides = strides_of(ctx)
     out = fn(ctx.input(0), pool_size=kernel, strides=strides,
              padding=window_padding(ctx, kernel, strides, (1, 1)), layout="NHWC", **extra)
     return fused(ctx, out)
@@ -191,7 +191,7 @@ def softmax(ctx: OpContext) -> Expr:
     return relay.nn.softmax(x, axis=-1)
 
 
-def _batched(x: Expr, shape: tuple[int, ...], batch: tuple[int, ...]) -> Expr:
+def batched(x: Expr, shape: tuple[int, ...], batch: tuple[int, ...]) -> Expr:
     """`x` as (prod(batch), rows, cols), broadcast along the batch where it differs; a batch
     of one stays one (nn.batch_matmul broadcasts it)."""
     if int(np.prod(shape[:-2], dtype=np.int64)) == 1:
@@ -208,8 +208,8 @@ def batch_matmul(ctx: OpContext) -> Expr:
     a_shape, b_shape = ctx.shape(0), ctx.shape(1)
     adj_x, adj_y = bool(ctx.option("AdjX", False)), bool(ctx.option("AdjY", False))
     batch = tuple(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]))
-    out = relay.nn.batch_matmul(_batched(ctx.input(0), a_shape, batch),
-                                _batched(ctx.input(1), b_shape, batch),
+    out = relay.nn.batch_matmul(batched(ctx.input(0), a_shape, batch),
+                                batched(ctx.input(1), b_shape, batch),
                                 transpose_a=adj_x, transpose_b=adj_y)
     rows = a_shape[-1] if adj_x else a_shape[-2]
     cols = b_shape[-2] if adj_y else b_shape[-1]

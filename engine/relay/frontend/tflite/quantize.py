@@ -95,8 +95,8 @@ def quantize(ctx: OpContext) -> Expr:
     """float32 -> int: clamp(round(x / scale) + zero_point) (TFLite's AffineQuantize)."""
     out = ctx.out_tensor()
     if ctx.tensor(0).dtype != "float32":
-        raise ctx.fail(f"requantizing {ctx.tensor(0).dtype} to {out.dtype} needs TFLite's "
-                       "integer kernels, which are not converted yet")
+        raise ctx.fail(f"the {ctx.tensor(0).dtype} input {ctx.tensor(0).name!r} has no "
+                       "quantization parameters to requantize from")
     if out.quant is None:
         raise ctx.fail(f"output tensor {out.name!r} has no quantization parameters")
     scale, zero = quant_params(out)

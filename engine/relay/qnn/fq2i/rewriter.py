@@ -15,8 +15,7 @@ Options, as TVM's: `hard_fail` (raise when an op of a region has no integer form
 operands, instead of leaving the region in float; what is not a region at all, such as a
 quantize of a graph input, is always left alone), `optional_qnn_ops` (ops converted only when named: nn.softmax, as TVM). Our own:
 `requantize_like` ("tvm", "onnxruntime", "tflite"; see `relay.qnn.op.convention`) picks
-how the requantizes the pass makes round. TVM's `use_qat` (regions that end without a
-quantize) is not implemented.
+how the requantizes the pass makes round.
 
 How close to the float graph (in quantization steps of the region's output, LSB):
 identity-like ops (reshape, transpose, max pool, relu, clip, pad, concatenate with equal
@@ -43,6 +42,7 @@ from engine.relay.qnn.fq2i.affine import (
     TupleAffineType,
     Unconvertible,
 )
+from engine.relay.qnn.fq2i.qat import QatRewriter
 from engine.relay.qnn.fq2i.registry import rule_of
 from engine.relay.qnn.op.convention import convention as requantize_convention
 from engine.relay.qnn.op.qnn import requantize
@@ -54,6 +54,7 @@ from engine.relay.transform._rewrite import (
     tensor_type,
 )
 from engine.relay.transform.pass_infra import function_pass
+from engine.relay.type_infer import infer_type
 from engine.transform import Pass, PassContext, register_pass
 
 
@@ -176,25 +177,34 @@ class FakeQuantizationRewriter(ExprMutator):
 
 
 def fake_quantization_to_integer(func: Function, mod: IRModule | None, hard_fail: bool,
-                                 optional_qnn_ops: Iterable[str], like: str) -> Function:
+                                 optional_qnn_ops: Iterable[str], like: str,
+                                 use_qat: bool = False) -> Function:
     ensure_typed(func, mod)
-    rewriter = FakeQuantizationRewriter(hard_fail, frozenset(optional_qnn_ops), like)
+    enabled = frozenset(optional_qnn_ops)
+    rewriter = FakeQuantizationRewriter(hard_fail, enabled, like)
     body = rewriter.visit(func.body)
-    return func if body is func.body else replace(func, body=body)
+    out = func if body is func.body else replace(func, body=body)
+    if not use_qat:
+        return out
+    typed = infer_type(out, mod)
+    assert isinstance(typed, Function)
+    qat = QatRewriter(enabled, rewriter.convention)
+    body = qat.visit(typed.body)
+    return typed if body is typed.body else replace(typed, body=body)
 
 
 @register_pass("FakeQuantizationToInteger")
 def FakeQuantizationToInteger(hard_fail: bool = False, use_qat: bool = False,
                               optional_qnn_ops: Sequence[str] | None = None,
                               requantize_like: str = "tvm") -> Pass:
-    """Rewrite dequantize -> float ops -> quantize regions into qnn / integer ops."""
-    if use_qat:
-        raise NotImplementedError("FakeQuantizationToInteger(use_qat=True) is not supported")
+    """Rewrite dequantize -> float ops -> quantize regions into qnn / integer ops (and,
+    with `use_qat`, ops right after a dequantize whose result stays float)."""
     requantize_convention(requantize_like)
     optional = tuple(optional_qnn_ops or ())
 
     def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
-        return fake_quantization_to_integer(func, mod, hard_fail, optional, requantize_like)
+        return fake_quantization_to_integer(func, mod, hard_fail, optional, requantize_like,
+                                            use_qat)
 
     return function_pass(transform, opt_level=0, required=["InferType"])
 

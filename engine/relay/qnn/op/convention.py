@@ -12,9 +12,9 @@ for asks for that runtime's convention instead of picking requantize attributes:
 - "tflite" (reference and optimized int8/uint8 kernels): the multiplier
   `double(x_scale) * double(w_scale[c]) / double(y_scale)`; the product of two float32
   values is exact in float64, so it travels as a float64 input scale; then TFLite's
-  QuantizeMultiplier and MultiplyByQuantizedMultiplier (rounding="TFLITE"). TFLite's
-  int16x8 kernels reduce the multiplier to 16 bits and multiply an int64 accumulator:
-  that path is not this one.
+  QuantizeMultiplier and MultiplyByQuantizedMultiplier (rounding="TFLITE").
+- "tflite_int16" (TFLite's int16x8 conv / fully connected): the same multiplier reduced
+  to 16 bits on an int64 accumulator (rounding="TFLITE_INT16").
 - "tvm": TVM's own default (float32 product, UPWARD fixed point).
 """
 
@@ -56,6 +56,7 @@ class RequantizeConvention:
 CONVENTIONS = {
     "onnxruntime": RequantizeConvention("onnxruntime", "float32", "TONEAREST", "float32"),
     "tflite": RequantizeConvention("tflite", "float64", "TFLITE", "int64"),
+    "tflite_int16": RequantizeConvention("tflite_int16", "float64", "TFLITE_INT16", "int64"),
     "tvm": RequantizeConvention("tvm", "float32", "UPWARD", "int64"),
 }
 
@@ -77,7 +78,8 @@ def as_expr(value: Any, dtype: str) -> Expr:
 def requantize_as(runtime: str, data: Expr, input_scales: Sequence[Any],
                   input_zero_point: Any, output_scale: Any, output_zero_point: Any,
                   axis: int = -1, out_dtype: str = "int8") -> Call:
-    """A qnn.requantize that computes what `runtime` ("onnxruntime", "tflite", "tvm")
+    """A qnn.requantize that computes what `runtime` ("onnxruntime", "tflite",
+    "tflite_int16", "tvm")
     computes: `input_scales` are the float32 factors of the input scale (one for a plain
     requantize, [input, weight] after a conv or matmul), values rather than expressions
     because the runtime folds them into its multiplier ahead of time."""

@@ -39,6 +39,7 @@ from engine.relay.qnn.fixed_point import (
     float_requantize,
     rounding_mode,
     tflite_fixed_point,
+    tflite_int16_multiply,
     tflite_multiply,
 )
 
@@ -134,6 +135,8 @@ def requantize_values(x: np.ndarray, in_scale: np.ndarray, in_zp: np.ndarray,
         scaled = float_requantize(shifted, float_multiplier(in_scale, out_scale))
     elif rounding == "TFLITE":
         scaled = tflite_multiply(shifted, tflite_fixed_point(in_scale, out_scale))
+    elif rounding == "TFLITE_INT16":
+        scaled = tflite_int16_multiply(shifted, tflite_fixed_point(in_scale, out_scale))
     else:
         scaled = fixed_point_multiply(shifted, fixed_point(in_scale, out_scale), rounding)
     return saturate(scaled + along(out_zp, nd, axis).astype("int64"), out_dtype)
@@ -193,7 +196,7 @@ def _dequantize_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
 def _requantize_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
     check_arity(arg_types, 5)
     data = tensor_arg(arg_types, 0)
-    check_in(data, 0, QUANTIZED, "the input")
+    check_in(data, 0, (*QUANTIZED, "int64"), "the input")
     channels = axis_dim(data, int(attrs.axis))
     check_qparam(arg_types, 1, "float32", channels, also="float64")
     for index, dtype in ((2, "int32"), (3, "float32"), (4, "int32")):
@@ -240,7 +243,8 @@ def requantize(data: Expr, input_scale: Expr, input_zero_point: Expr, output_sca
     """From one (scale, zero point) to another (TVM's relay.qnn.op.requantize).
 
     rounding: "UPWARD" (the default) or "TONEAREST" (TVM's fixed point), "TFLITE"
-    (TFLite's MultiplyByQuantizedMultiplier); compute_dtype "float32": onnxruntime's
+    (TFLite's MultiplyByQuantizedMultiplier), "TFLITE_INT16" (its int64-accumulator form
+    in the int16x8 kernels; the data may then be int64); compute_dtype "float32": onnxruntime's
     float requantize (rounding is then unused). input_scale may be float64: the exact
     product of two float32 scales, as TFLite computes its multiplier (see
     `engine.relay.qnn.op.convention` for requantizing like a given runtime)."""
