@@ -23,9 +23,14 @@ results depend on the CPU (off by 1e5 in an int32 accumulator on this machine's 
 With 7-bit weights a pair of products stays within int16 and every CPU computes the ONNX
 definition exactly, which is what our integer ops compute.
 
-Files are kept in bench/models/quantized/<key>/<model>.<variant>.onnx, the key a hash of
-this file, onnxruntime's version and the float export's bytes, so any change makes them
-afresh; beside each, <same>.npz holds seeded test inputs (`in:<name>` entries).
+Files are kept in bench/models/quantized/<key>/<model>.<variant>.<hash>.onnx, the key
+naming onnxruntime's version and a hash of the generating code, the hash the float
+export's, so any change makes them afresh (and removes the other keys' folders); beside each, <same>.npz holds seeded test inputs (`in:<name>` entries).
+
+The measuring functions below (onnxruntime's outputs in either session, the error in
+output quantization steps, `run_stages`: the interpreter before and after relay.build's
+O3 pipeline and the built graph) serve bench/bench_onnx_quantized.py and the acceptance
+test tests/frontends/test_frontend_onnx_quantized.py.
 
     .venv/bin/python bench/make_onnx_quantized.py [--models resnet18,...] [--variants ...]
 """
@@ -35,8 +40,11 @@ from __future__ import annotations
 import argparse
 import fcntl
 import hashlib
+import inspect
+import shutil
 import sys
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass
 from importlib import metadata
@@ -157,8 +165,10 @@ def quantized_model(name: str, variant: str) -> Path:
     if variant not in VARIANTS or (not VARIANTS[variant].static and name not in DYNAMIC_MODELS):
         raise ValueError(f"no variant {variant!r} of {name!r}; cases(): {cases()}")
     source = float_model(name)
-    path = CACHE / _cache_key(source) / f"{name}.{variant}.onnx"
+    source_hash = hashlib.sha256(source.read_bytes()).hexdigest()[:10]
+    path = CACHE / _cache_key() / f"{name}.{variant}.{source_hash}.onnx"
     if not (path.exists() and path.with_suffix(".npz").exists()):
+        _remove_stale_caches()
         _locked(path, lambda: _quantize(name, source, VARIANTS[variant], path))
     return path
 
@@ -169,11 +179,23 @@ def test_inputs(path: Path) -> dict[str, np.ndarray]:
         return {k[3:]: data[k] for k in data.files if k.startswith("in:")}
 
 
-def _cache_key(source: Path) -> str:
-    digest = hashlib.sha256(Path(__file__).read_bytes())
-    digest.update(metadata.version("onnxruntime").encode())
-    digest.update(source.read_bytes())
-    return f"ort{metadata.version('onnxruntime')}-{digest.hexdigest()[:12]}"
+def _cache_key() -> str:
+    """onnxruntime's version and a hash of what makes a file: the generating code of this
+    module (not its measuring code), the variants and the calibration; a file's name
+    carries a hash of the float export it came from."""
+    made_by = (_prepare_float_model, _quantize, sample_inputs, _reader, _export_torchvision)
+    digest = hashlib.sha256("".join(inspect.getsource(fn) for fn in made_by).encode())
+    digest.update(repr((VARIANTS, CALIBRATION_SAMPLES, DYNAMIC_MODELS)).encode())
+    version = metadata.version("onnxruntime")
+    return f"ort{version}-{digest.hexdigest()[:12]}"
+
+
+def _remove_stale_caches() -> None:
+    """Files made by another onnxruntime or an older form of this script."""
+    if CACHE.is_dir():
+        for old in CACHE.glob("ort*"):
+            if old.is_dir() and old.name != _cache_key():
+                shutil.rmtree(old, ignore_errors=True)
 
 
 def _locked(path: Path, make: Any) -> None:
@@ -265,18 +287,112 @@ def op_census(path: Path) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+# --- measuring against onnxruntime -----------------------------------------------------
+def output_steps(model: Any) -> list[float | None]:
+    """Each output's quantization step: the scale of the DequantizeLinear making it (None
+    for an output no per-tensor DequantizeLinear makes)."""
+    from onnx import numpy_helper
+
+    producer = {out: node for node in model.graph.node for out in node.output}
+    constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    steps: list[float | None] = []
+    for output in model.graph.output:
+        node = producer.get(output.name)
+        scale = constants.get(node.input[1]) if node and node.op_type == "DequantizeLinear" \
+            else None
+        steps.append(None if scale is None or scale.size != 1 else float(scale))
+    return steps
+
+
+def onnxruntime_outputs(path: Path, inputs: dict[str, np.ndarray], optimized: bool
+                        ) -> list[np.ndarray]:
+    """onnxruntime's outputs: the default session (`optimized`, ORT_ENABLE_ALL: QDQ fused
+    into integer kernels) or the file's literal semantics (ORT_DISABLE_ALL)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized
+                                        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return session.run(None, inputs)
+
+
+def output_error(actual: np.ndarray, expected: np.ndarray, step: float | None) -> float:
+    """The largest difference: in quantization steps (LSBs) for a dequantized output, as
+    an integer difference for an integer one, as a float otherwise."""
+    diff = np.abs(actual.astype("float64") - expected.astype("float64"))
+    if not diff.size:
+        return 0.0
+    worst = float(diff.max())
+    return round(worst / step, 3) if step else worst
+
+
+def as_arrays(value: Any) -> list[np.ndarray]:
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return [np.asarray(v.numpy() if hasattr(v, "numpy") else v) for v in items]
+
+
+@dataclass
+class Stages:
+    """A model's outputs at each stage of relay.build at O3, and the pass instrument that
+    checked span coverage after every pass; `lib` is the built factory module."""
+
+    before: list[np.ndarray]
+    after: list[np.ndarray]
+    built: list[np.ndarray]
+    coverage: Any
+    lib: Any
+    seconds: dict[str, float]
+
+
+def run_stages(result: Any, inputs: dict[str, np.ndarray]) -> Stages:
+    """The interpreter on the import, relay.build's passes one by one (the optimized
+    module evaluated before LowerTE), code generation and the graph runtime."""
+    import engine as tvm
+    from engine.contrib import graph_executor
+    from engine.relay.backend.build_module import build_passes, codegen
+    from engine.relay.interpreter import evaluate
+    from engine.relay.testing.coverage import CoverageCheck
+    from engine.relay.transform.pipeline import bind_params
+
+    clock, seconds = time.perf_counter(), {}
+    before = as_arrays(evaluate(result.mod, inputs))
+    seconds["interpret_s"], clock = time.perf_counter() - clock, time.perf_counter()
+    check = CoverageCheck()
+    with tvm.transform.PassContext(opt_level=3, instruments=[check]):
+        pipeline, *lowering = build_passes("llvm")
+        mod = pipeline(bind_params(result.mod, result.params))
+        seconds["pipeline_s"] = time.perf_counter() - clock
+        after = as_arrays(evaluate(mod, inputs))
+        clock = time.perf_counter()
+        for stage in lowering:
+            mod = stage(mod)
+        lib = codegen(mod, "llvm")
+        seconds["lower_s"] = time.perf_counter() - clock
+    module = graph_executor.GraphModule(lib["default"](tvm.cpu()))
+    for name, value in inputs.items():
+        module.set_input(name, value)
+    module.run()
+    built = [module.get_output(i).numpy() for i in range(module.get_num_outputs())]
+    return Stages(before, after, built, check, lib, seconds)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--variants", default=",".join(VARIANTS))
     args = parser.parse_args(argv)
-    chosen = set(args.models.split(",")), set(args.variants.split(","))
-    for name, variant in cases():
-        if name in chosen[0] and variant in chosen[1]:
-            path = quantized_model(name, variant)
-            print(f"{name}.{variant}: {path.relative_to(ROOT)}")
-            print("   ", ", ".join(f"{k} {v}" for k, v in op_census(path).items()))
+    for name, variant in picked_cases(args.models, args.variants):
+        path = quantized_model(name, variant)
+        print(f"{name}.{variant}: {path.relative_to(ROOT)}")
+        print("   ", ", ".join(f"{k} {v}" for k, v in op_census(path).items()))
     return 0
+
+
+def picked_cases(models: str, variants: str) -> list[tuple[str, str]]:
+    """The cases among comma-separated `models` and `variants`."""
+    chosen = set(models.split(",")), set(variants.split(","))
+    return [c for c in cases() if c[0] in chosen[0] and c[1] in chosen[1]]
 
 
 if __name__ == "__main__":

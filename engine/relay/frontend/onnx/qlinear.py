@@ -1,7 +1,8 @@
 """onnxruntime's quantized operators of the com.microsoft domain, as its quantizer emits
 them in QOperator format: QLinearAdd, QLinearMul, QLinearGlobalAveragePool,
-QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearConcat, QGemm
-and MatMulIntegerToFloat.
+QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax, QLinearConcat and
+QGemm, and the MatMulIntegerToFloat / DynamicQuantizeMatMul its graph optimizer fuses
+dynamic quantization into.
 
 Each computes what onnxruntime's CPU kernel computes on x86-64 (MLAS), to the bit where
 its arithmetic is expressible here:
@@ -16,19 +17,21 @@ its arithmetic is expressible here:
 - QLinearMul: `(a - za) * (b - zb)` exact in int32, times `sa * sb / sc` in float32,
   plus zc, rounded half to even.
 - QLinearGlobalAveragePool: the int32 sum minus `zx * N`, times `sx / (sy * N)` in
-  float32, rounded, plus zy.
+  float32, rounded, plus zy (a qnn.requantize computing in float32).
 - QLinearSigmoid, QLinearLeakyRelu: onnxruntime builds a 256-entry table of
-  `quantize(f(dequantize(q)))`; the same dequantize -> float op -> quantize here (TVM's
-  pattern): exact but where our float32 sigmoid and MLAS's differ in the last bit right
-  at a rounding tie (at most 1 LSB).
+  `quantize(f(dequantize(q)))`; so do qnn.sigmoid and qnn.leaky_relu (TVM's table ops):
+  exact but where our float32 sigmoid and MLAS's could differ in the last bit right at a
+  rounding tie (at most 1 LSB; none seen).
+- QLinearAveragePool: the float pool of the dequantized values, `round(y / sy + zy)`
+  (the zero point added before rounding, as onnxruntime's kernel does).
 - QLinearSoftmax: onnxruntime's table method: `exp((x - max(x) + shift) * sx)` per
   value (computed in float64 at import, stored float32), summed in float32, each output
   `round(e * floor(1 / sy) / sum) + zy`. The float32 sum's order may differ from
   onnxruntime's sequential sum in the last bit (at most 1 LSB at a tie).
-- QLinearConcat: each input requantized (dequantize -> quantize) to the output's
-  parameters, then concatenated.
-- QGemm: `(A - za) @ (B - zb) + C` in int32, requantized by `alpha * sa * sb / sy` in
-  float32 as QLinearMatMul is; without y_scale a float output `acc * alpha * sa * sb`.
+- QLinearConcat: qnn.concatenate (each input requantized to the output's parameters).
+- QGemm: qnn.dense `(A - za) @ (B - zb)` plus C in int32, requantized by
+  `alpha * sa * sb / sy` in float32 as QLinearMatMul is; without y_scale a float output
+  `acc * alpha * sa * sb`.
 """
 
 from __future__ import annotations
@@ -41,11 +44,16 @@ import engine.relay as relay
 from engine.ir.dtype import iinfo
 from engine.ir.expr import Expr
 from engine.relay import qnn
+from engine.relay.frontend.onnx.nn import average_pool_of, matmul_of
 from engine.relay.frontend.onnx.quantize import (
     KERNEL_TYPES,
+    dynamic_quantize,
+    int32_operand,
     int32_zero_point,
-    requantize_float,
+    integer_matmul,
+    requantize_onnxruntime,
     scalar_param,
+    scale_product,
 )
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 from engine.relay.frontend.onnx.util import norm_axis
@@ -131,9 +139,13 @@ def qlinear_global_average_pool(ctx: NodeContext) -> ConvertResult:
     total = relay.sum(relay.cast(x, "int32"), axis=axes, keepdims=True)
     acc = relay.subtract(total, relay.multiply(int32_zero_point(ctx, 2),
                                                relay.const(count, "int32")))
-    scale = relay.divide(scalar_param(ctx, 1),
-                         relay.multiply(scalar_param(ctx, 3), relay.const(float(count))))
-    return requantize_float(acc, scale, int32_zero_point(ctx, 4), ctx.dtype(0))
+    # the multiplier sx / (sy * N): the sum requantized to the output scale times N
+    in_scale = scale_product(ctx, [1])
+    out_scale = scale_product(ctx, [3, float(count)])
+    if in_scale is None or out_scale is None:
+        raise ctx.fail("x_scale and y_scale must be known at import time")
+    return requantize_onnxruntime(acc, in_scale, out_scale, int32_zero_point(ctx, 4),
+                                  ctx.dtype(0), axis=-1)
 
 
 def _dequantized(ctx: NodeContext, index: int = 0) -> Expr:
@@ -141,35 +153,34 @@ def _dequantized(ctx: NodeContext, index: int = 0) -> Expr:
                              int32_zero_point(ctx, index + 2))
 
 
-def _quantized(ctx: NodeContext, x: Expr, scale: int, zp: int, dtype: str) -> Expr:
-    return qnn.op.quantize(x, scalar_param(ctx, scale), int32_zero_point(ctx, zp),
-                           out_dtype=dtype)
+def _table_params(ctx: NodeContext) -> tuple[Expr, Expr, Expr, Expr]:
+    return (scalar_param(ctx, 1), int32_zero_point(ctx, 2), scalar_param(ctx, 3),
+            int32_zero_point(ctx, 4))
 
 
 @converter(f"{MICROSOFT}.QLinearSigmoid")
 def qlinear_sigmoid(ctx: NodeContext) -> ConvertResult:
-    """Inputs X, X_scale, X_zero_point, Y_scale, Y_zero_point."""
-    return _quantized(ctx, relay.sigmoid(_dequantized(ctx)), 3, 4, ctx.dtype(0))
+    """Inputs X, X_scale, X_zero_point, Y_scale, Y_zero_point: qnn.sigmoid."""
+    return qnn.op.sigmoid(_quantized_input(ctx, 0), *_table_params(ctx))
 
 
 @converter(f"{MICROSOFT}.QLinearLeakyRelu")
 def qlinear_leaky_relu(ctx: NodeContext) -> ConvertResult:
-    """Inputs as QLinearSigmoid's; attribute alpha (0.01)."""
+    """Inputs as QLinearSigmoid's; attribute alpha (0.01): qnn.leaky_relu."""
     alpha = float(ctx.attr("alpha", 0.01))
-    return _quantized(ctx, relay.nn.leaky_relu(_dequantized(ctx), alpha=alpha), 3, 4,
-                      ctx.dtype(0))
+    return qnn.op.leaky_relu(_quantized_input(ctx, 0), alpha, *_table_params(ctx))
 
 
 @converter(f"{MICROSOFT}.QLinearAveragePool")
 def qlinear_average_pool(ctx: NodeContext) -> ConvertResult:
     """Inputs X, x_scale, x_zero_point, y_scale, y_zero_point and AveragePool's
-    attributes: the float pool of the dequantized input, quantized."""
-    from engine.relay.frontend.onnx.nn import average_pool_of
-
+    attributes: the float pool of the dequantized input, then `round(y / sy + zy)` (the
+    zero point added before rounding, as onnxruntime's kernel does)."""
     if int(ctx.attr("channels_last", 0)):
         raise ctx.fail("channels_last=1 is not supported")
     pooled = average_pool_of(ctx, _dequantized(ctx))
-    return _quantized(ctx, pooled, 3, 4, ctx.dtype(0))
+    shifted = relay.add(relay.divide(pooled, scalar_param(ctx, 3)), _zp_float(ctx, 4))
+    return _saturate(relay.round(shifted), ctx.dtype(0))
 
 
 @converter(f"{MICROSOFT}.QLinearConcat")
@@ -179,10 +190,12 @@ def qlinear_concat(ctx: NodeContext) -> ConvertResult:
     if count < 1 or len(ctx.inputs) != 2 + 3 * count:
         raise ctx.fail("inputs must be Y_scale, Y_zero_point and (X, scale, zero point) "
                        "triples")
-    dtype = ctx.dtype(2)
-    parts = [_quantized(ctx, _dequantized(ctx, 2 + 3 * k), 0, 1, dtype) for k in range(count)]
     axis = norm_axis(int(ctx.attr("axis", 0)), ctx.rank(2))
-    return relay.concatenate(parts, axis=axis)
+    firsts = [2 + 3 * k for k in range(count)]
+    return qnn.op.concatenate([_quantized_input(ctx, k) for k in firsts],
+                              [scalar_param(ctx, k + 1) for k in firsts],
+                              [int32_zero_point(ctx, k + 2) for k in firsts],
+                              scalar_param(ctx, 0), int32_zero_point(ctx, 1), axis=axis)
 
 
 # --- softmax ---------------------------------------------------------------------------
@@ -236,22 +249,35 @@ def qgemm(ctx: NodeContext) -> ConvertResult:
                        scalar_param(ctx, 1), b_scale, units=units)
     if ctx.has(6):
         acc = relay.add(acc, relay.cast(ctx.input(6), "int32"))
-    alpha = relay.const(np.float32(ctx.attr("alpha", 1.0)))
-    scale = relay.multiply(relay.multiply(alpha, scalar_param(ctx, 1)), b_scale)
+    alpha = float(ctx.attr("alpha", 1.0))
     if not ctx.has(7):
+        scale = relay.multiply(relay.multiply(relay.const(np.float32(alpha)),
+                                              scalar_param(ctx, 1)), b_scale)
         return relay.multiply(_float(acc), scale)
-    scale = relay.divide(scale, scalar_param(ctx, 7))
+    in_scale, out_scale = scale_product(ctx, [alpha, 1, 4]), scale_product(ctx, [7])
+    if in_scale is None or out_scale is None:
+        raise ctx.fail("a_scale, b_scale and y_scale must be known at import time")
     out_dtype = ctx.dtype(8) if ctx.has(8) else "uint8"
-    return requantize_float(acc, scale, int32_zero_point(ctx, 8), out_dtype)
+    return requantize_onnxruntime(acc, in_scale, out_scale, int32_zero_point(ctx, 8),
+                                  out_dtype, axis=-1)
 
 
 @converter(f"{MICROSOFT}.MatMulIntegerToFloat")
 def matmul_integer_to_float(ctx: NodeContext) -> ConvertResult:
     """Inputs A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias:
     float(MatMulInteger(A, B)) * (a_scale * b_scale) + bias."""
-    from engine.relay.frontend.onnx.quantize import integer_matmul
-
     acc = integer_matmul(ctx, 0, 1, 4, 5)
     scale = relay.multiply(ctx.input(2), ctx.input(3))
     out = relay.multiply(_float(acc), scale)
     return relay.add(out, ctx.input(6)) if ctx.has(6) else out
+
+
+@converter(f"{MICROSOFT}.DynamicQuantizeMatMul")
+def dynamic_quantize_matmul(ctx: NodeContext) -> ConvertResult:
+    """Inputs A (float), B (8-bit), b_scale, b_zero_point, bias: A quantized as
+    DynamicQuantizeLinear does, then float(MatMulInteger) * (a_scale * b_scale) + bias."""
+    q, a_scale, a_zp = dynamic_quantize(ctx.input(0), ctx.dtype(0))
+    a = relay.subtract(relay.cast(q, "int32"), relay.cast(a_zp, "int32"))
+    acc = matmul_of(ctx, a, int32_operand(ctx, 1, 3, -1))
+    out = relay.multiply(_float(acc), relay.multiply(a_scale, ctx.input(2)))
+    return relay.add(out, ctx.input(4)) if ctx.has(4) else out

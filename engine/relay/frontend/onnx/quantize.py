@@ -1,14 +1,24 @@
-"""ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear with their float
-semantics (per tensor, per axis and blocked), and the integer ops MatMulInteger,
-ConvInteger, QLinearMatMul and QLinearConv, composed from Relay ops. The integer QNN
-dialect (TVM's `qnn.*`) is a later step. Quantized types: 8-, 16-, 4- and 2-bit integers
-(int4 and int2 are ml_dtypes' types, one value per byte), float8 (saturating as Cast does,
-`saturate` attribute) and float4_e2m1fn; the integer ops take 8- and 16-bit integers.
+"""ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, and the integer ops
+MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv.
+
+The quantized layers import into the QNN dialect (TVM's `qnn.*`) where it computes them
+exactly: QuantizeLinear / DequantizeLinear of float32 to and from int8, uint8 or int16
+(int32 for dequantize), per tensor or per axis, as qnn.quantize / qnn.dequantize;
+QLinearConv's 2-D convolution as qnn.conv2d and QLinearMatMul with a 2-D b as qnn.dense,
+their scales and zero points operands (expressions). Everything else composes Relay ops
+with the float semantics: blocked scales, 4- and 2-bit integers (ml_dtypes' types, one
+value per byte), float8 (saturating as Cast does, `saturate` attribute) and
+float4_e2m1fn; the integer ops take 8- and 16-bit integers.
 
 The integer ops compute exactly as onnxruntime does: operands minus their zero points in
 int32, products accumulated in int32; QLinear* then requantize in float32
 (accumulator * (scale_a * scale_b / scale_y)), round half to even, add the output zero
-point and saturate."""
+point and saturate: a qnn.requantize with compute_dtype="float32"
+(`requantize_onnxruntime`), or its float composition (`requantize_float`) where a
+per-row scale of a meets a per-column one of b.
+A QuantizeLinear whose scale is infinite (onnxruntime's calibration writes one for a
+tensor holding -inf) sends the NaN quotient of an infinite input to the low bound, as
+MLAS's clamp does."""
 
 from __future__ import annotations
 
@@ -146,16 +156,19 @@ def dequantize_linear(ctx: NodeContext) -> ConvertResult:
 
 @converter("DynamicQuantizeLinear", since=11)
 def dynamic_quantize_linear(ctx: NodeContext) -> ConvertResult:
-    """uint8: scale = (max(x, 0) - min(x, 0)) / 255, zero point = round(-min / scale)."""
-    x = ctx.input(0)
-    dtype = ctx.dtype(0)
+    return list(dynamic_quantize(ctx.input(0), ctx.dtype(0)))
+
+
+def dynamic_quantize(x: Expr, dtype: str) -> tuple[Expr, Expr, Expr]:
+    """DynamicQuantizeLinear of `x` (of float `dtype`): (uint8 values, scale, zero point),
+    scale = (max(x, 0) - min(x, 0)) / 255, zero point = round(-min / scale)."""
     zero = relay.const(0.0, dtype)
     high = relay.maximum(relay.max(x), zero)
     low = relay.minimum(relay.min(x), zero)
     scale = relay.divide(relay.subtract(high, low), relay.const(255.0, dtype))
     zp_float = relay.clip(relay.round(relay.divide(relay.negative(low), scale)), 0.0, 255.0)
     zero_point = relay.cast(zp_float, "uint8")
-    return [_quantize(x, scale, zero_point, dtype, "uint8"), scale, zero_point]
+    return _quantize(x, scale, zero_point, dtype, "uint8"), scale, zero_point
 
 
 # --- integer matmul and convolution ------------------------------------------------------
@@ -172,7 +185,7 @@ def _vector_along(ctx: NodeContext, index: int, axis: int, rank: int) -> Expr:
     return relay.reshape(param, newshape=[-1] + [1] * (rank - axis - 1))
 
 
-def _int32_operand(ctx: NodeContext, index: int, zp_index: int, zp_axis: int) -> Expr:
+def int32_operand(ctx: NodeContext, index: int, zp_index: int, zp_axis: int) -> Expr:
     """Input `index` in int32 minus its zero point (input `zp_index`, when given), the zero
     point per position of `zp_axis` when it is a vector."""
     if ctx.dtype(index) not in INTEGER_OP_TYPES:
@@ -189,7 +202,7 @@ def _int32_operand(ctx: NodeContext, index: int, zp_index: int, zp_axis: int) ->
 def integer_matmul(ctx: NodeContext, a: int, b: int, a_zp: int, b_zp: int) -> Expr:
     """int32 (input a - input a_zp) @ (input b - input b_zp); a zero point per row of a,
     per column of b."""
-    return matmul_of(ctx, _int32_operand(ctx, a, a_zp, -2), _int32_operand(ctx, b, b_zp, -1),
+    return matmul_of(ctx, int32_operand(ctx, a, a_zp, -2), int32_operand(ctx, b, b_zp, -1),
                      b_index=b)
 
 
@@ -203,8 +216,8 @@ def matmul_integer(ctx: NodeContext) -> ConvertResult:
 def conv_integer(ctx: NodeContext) -> ConvertResult:
     """int32 conv of (x - x_zero_point) by (w - w_zero_point): the padding is the zero
     point (0 after the shift); w's zero point may be per output channel."""
-    x = _int32_operand(ctx, 0, 2, 1)
-    w = _int32_operand(ctx, 1, 3, 0)
+    x = int32_operand(ctx, 0, 2, 1)
+    w = int32_operand(ctx, 1, 3, 0)
     return conv_of(ctx, x, w)
 
 
@@ -217,9 +230,40 @@ def requantize_float(acc: Expr, multiplier: Expr, zero_point: Expr, dtype: str) 
     return relay.cast(relay.clip(q, int(info.min), int(info.max)), dtype)
 
 
-def _requantize(ctx: NodeContext, acc: Expr, multiplier: Expr, zp_index: int,
-                dtype: str) -> Expr:
-    return requantize_float(acc, multiplier, int32_zero_point(ctx, zp_index), dtype)
+def scale_product(ctx: NodeContext, factors: list[int | float]) -> Expr | None:
+    """The float32 product, left to right, of the inputs numbered in `factors` (scalars or
+    per-channel vectors) and the floats among them, as one constant (qnn.requantize's
+    lowering needs its scales constant, and onnxruntime multiplies them ahead of time in
+    this order); None when an input is computed at run time."""
+    product: np.ndarray = np.ones((), "float32")  # 1 * a is a, exactly
+    for factor in factors:
+        if isinstance(factor, float):
+            product = product * np.float32(factor)
+            continue
+        value = ctx.value(factor)
+        if value is None:
+            return None
+        product = product * np.asarray(value, "float32").reshape(-1 if value.size > 1 else ())
+    return relay.const(np.asarray(product, "float32"))
+
+
+def requantize_onnxruntime(acc: Expr, in_scale: Expr, out_scale: Expr, zero_point: Expr,
+                           dtype: str, axis: int) -> Expr:
+    """The int32 accumulator `acc` (zero point 0, scale `in_scale`: per tensor or one per
+    position of `axis`) requantized as onnxruntime does: a qnn.requantize computing in
+    float32 (multiplier in_scale / out_scale, round half to even)."""
+    return qnn.op.requantize(acc, in_scale, relay.const(0, "int32"), out_scale, zero_point,
+                             axis=axis, compute_dtype="float32", out_dtype=dtype)
+
+
+def _requantize_product(ctx: NodeContext, acc: Expr, factors: list[int | float], y_scale: int,
+                        zp: Expr, dtype: str, axis: int) -> Expr | None:
+    """requantize_onnxruntime with the input scale the constant product of `factors`
+    (None when a scale is computed at run time)."""
+    in_scale, out_scale = scale_product(ctx, factors), scale_product(ctx, [y_scale])
+    if in_scale is None or out_scale is None:
+        return None
+    return requantize_onnxruntime(acc, in_scale, out_scale, zp, dtype, axis)
 
 
 def _scale(ctx: NodeContext, index: int, axis: int, rank: int) -> Expr:
@@ -243,6 +287,9 @@ def scalar_param(ctx: NodeContext, index: int) -> Expr:
     if not _is_per_tensor(ctx, index):
         raise ctx.fail(f"input {index} ({ctx.input_names[index]!r}) must be a scalar or "
                        f"have one element; it has shape {ctx.shape(index)}")
+    value = ctx.value(index)
+    if value is not None:  # a constant, as qnn lowerings need their parameters
+        return relay.const(np.asarray(value).reshape(()))
     return relay.reshape(ctx.input(index), newshape=[]) if ctx.shape(index) else ctx.input(index)
 
 
@@ -263,6 +310,10 @@ def int32_zero_point(ctx: NodeContext, index: int) -> Expr:
     take; 0 when it is absent."""
     if not ctx.has(index):
         return relay.const(0, "int32")
+    value = ctx.value(index)
+    if value is not None:  # a constant, as qnn lowerings need their parameters
+        value = np.asarray(value, "int32")
+        return relay.const(value.reshape(-1) if value.size > 1 else value.reshape(()))
     return relay.cast(_per_channel(ctx, index), "int32")
 
 
@@ -293,12 +344,18 @@ def qlinear_matmul(ctx: NodeContext) -> ConvertResult:
     if _qnn_dense_fits(ctx):
         acc = _qnn_dense(ctx)
     else:
-        acc = matmul_of(ctx, _int32_operand(ctx, 0, 2, -2), _int32_operand(ctx, 3, 5, -1),
+        acc = matmul_of(ctx, int32_operand(ctx, 0, 2, -2), int32_operand(ctx, 3, 5, -1),
                         b_index=3)
+    out_dtype = _out_dtype(ctx, 7)
+    if _is_per_tensor(ctx, 1):  # one scale per output column at most: a qnn.requantize
+        out = _requantize_product(ctx, acc, [1, 4], 6, int32_zero_point(ctx, 7), out_dtype,
+                                  axis=-1)
+        if out is not None:
+            return out
     multiplier = relay.divide(relay.multiply(_scale(ctx, 1, max(a_rank - 2, 0), a_rank),
                                              _scale(ctx, 4, b_rank - 1, b_rank)),
                               _scale(ctx, 6, 0, 1))
-    return _requantize(ctx, acc, multiplier, 7, _out_dtype(ctx, 7))
+    return requantize_float(acc, multiplier, int32_zero_point(ctx, 7), out_dtype)
 
 
 def _qlinear_conv_acc(ctx: NodeContext) -> Expr:
@@ -307,7 +364,7 @@ def _qlinear_conv_acc(ctx: NodeContext) -> Expr:
     if ctx.rank(0) == 4 and ctx.dtype(0) in KERNEL_TYPES and ctx.dtype(3) in KERNEL_TYPES:
         return qnn.op.conv2d(ctx.input(0), ctx.input(3), *_kernel_qparams(ctx, 0, 3),
                              **conv_window(ctx, 3))
-    return conv_of(ctx, _int32_operand(ctx, 0, 2, 1), _int32_operand(ctx, 3, 5, 0), w_index=3)
+    return conv_of(ctx, int32_operand(ctx, 0, 2, 1), int32_operand(ctx, 3, 5, 0), w_index=3)
 
 
 @converter("QLinearConv", since=10)
@@ -320,6 +377,10 @@ def qlinear_conv(ctx: NodeContext) -> ConvertResult:
     if ctx.has(8):
         acc = relay.add(acc, relay.reshape(relay.cast(ctx.input(8), "int32"),
                                            newshape=[-1] + [1] * (rank - 2)))
+    zero_point, out_dtype = int32_zero_point(ctx, 7), _out_dtype(ctx, 7)
+    out = _requantize_product(ctx, acc, [1, 4], 6, zero_point, out_dtype, axis=1)
+    if out is not None:
+        return out
     multiplier = relay.divide(relay.multiply(_scale(ctx, 1, 0, 1), _scale(ctx, 4, 1, rank)),
                               _scale(ctx, 6, 0, 1))
-    return _requantize(ctx, acc, multiplier, 7, _out_dtype(ctx, 7))
+    return requantize_float(acc, multiplier, zero_point, out_dtype)
