@@ -10,14 +10,13 @@ Activations are int8 (S8S8): with uint8 ones, onnxruntime 1.32's x86 QLinearConv
 differs from exact integer arithmetic by up to 54 LSB on this net (its u8 x s8 kernels
 saturate intermediate pair sums), so its outputs are no reference for exactness.
 
-`qnn_relay_text()`: the same network's QLinearConv layers written as TVM's qnn ops, from
-that file's own initializers (weights, scales, zero points): quantize -> qnn.conv2d ->
-bias_add -> qnn.requantize (per-channel input scale) -> clip -> ... -> qnn.dequantize, each
-call spanned by its ONNX node. A stopgap until the ONNX importer emits qnn.requantize itself
-(it reads QLinearConv as qnn.conv2d plus onnxruntime's float requantize composed of Relay
-ops); the network computes what onnxruntime does
-up to requantize rounding (TONEAREST here, as onnxruntime rounds half to even: at most 1 LSB
-on exact ties).
+`qnn_relay_text()`: the same network written as TVM's qnn ops from that file's own
+initializers (weights, scales, zero points): qnn.quantize -> qnn.conv2d -> nn.bias_add ->
+qnn.requantize (per-channel input scale) -> ... -> qnn.dequantize, each call spanned by its
+ONNX node: the Relay-text path for the same model (the ONNX importer emits qnn ops itself,
+with onnxruntime's float requantize). It computes what onnxruntime does up to requantize
+rounding (TONEAREST here; onnxruntime rounds a float product half to even: at most 1 LSB on
+exact ties; 0 on this net's test inputs).
 
 Both are cached: made on first use, then read back.
 """

@@ -3,11 +3,10 @@ hover a per-channel scale for its values, see the dtypes, the numerics in LSBs, 
 through an integer conv kernel's schedule.
 
 The model: a torch conv net quantized by onnxruntime (QOperator, per channel, seeded
-calibration; bench/make_explorer_quant_models.py), uploaded as its qnn Relay text (a
-stopgap for the qnn.requantize: the ONNX importer reads QLinearConv as qnn.conv2d followed by
-onnxruntime's float requantize composed of Relay ops, not as qnn.requantize). relay.build legalizes the qnn ops into
-integer Relay (qnn.transform.Legalize first in its pipeline), so the Schedules tab shows the
-fused integer conv + bias + requantize kernels.
+calibration; bench/make_explorer_quant_models.py), uploaded as the ONNX file (the importer
+reads QLinearConv as qnn.conv2d + qnn.requantize) and, for the schedules, as its qnn Relay
+text. relay.build legalizes the qnn ops into integer Relay (qnn.transform.Legalize first in
+its pipeline), so the Schedules tab shows the fused integer conv + bias + requantize kernels.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ def _line_of(page: Any, snapshot_id: int, op: str) -> tuple[dict[str, Any], list
 
 def test_requantize_layers_scale_values_dtypes_and_lsb(page: Any, server: str,
                                                        artifacts: Path) -> None:
-    events = _open_run(page, server, quant_models.qnn_relay_file())
+    events = _open_run(page, server, quant_models.qoperator_onnx())
     finished = [e["data"] for e in events if e["type"] == "pass_finished" and e["data"]["leaf"]]
     checked = [e["data"] for e in events if e["type"] == "pass_finished" and e["data"]["numerics"]]
     assert all(p["numerics"]["max_lsb_err"] == 0 for p in checked)

@@ -3,8 +3,7 @@ Socket.IO and in the CLI, and the scales' values in the snapshots' source maps.
 
 The model is a torch conv net quantized by onnxruntime (QOperator, per channel, seeded
 calibration; bench/make_explorer_quant_models.py), uploaded as the ONNX file and as its qnn
-Relay text (a stopgap for qnn.requantize: the ONNX importer reads QLinearConv as qnn.conv2d
-plus onnxruntime's float requantize composed of Relay ops).
+Relay text.
 """
 
 from __future__ import annotations
@@ -63,8 +62,8 @@ def test_lsb_error_of_a_dequantized_output_counts_steps(client, sock, qnn_text):
 
 
 def test_o3_pipeline_on_the_onnx_file_is_exact_in_steps(client, sock):
-    """The QOperator file as the ONNX importer reads it (QLinearConv as qnn.conv2d, the
-    output's DequantizeLinear as qnn.dequantize): every pass of the O3 pipeline keeps it
+    """The QOperator file as the ONNX importer reads it (QLinearConv as qnn.conv2d and
+    qnn.requantize, the output's DequantizeLinear as qnn.dequantize): every pass of the O3 pipeline keeps it
     bit-exact, and the first snapshot carries each conv's per-channel kernel scale."""
     path = quant_models.qoperator_onnx()
     session = upload_file(client, path)
