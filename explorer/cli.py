@@ -322,12 +322,20 @@ def numerics_report(store: Store, run_id: str, summary: Mapping[str, Any]) -> st
         return "numerics not checked: no pass reported a result"
     errors = [n["max_abs_err"] for _, n in checked if n.get("max_abs_err") is not None]
     worst = f", max |err| {max(errors):.3g}" if errors else ""
+    steps = [n["max_lsb_err"] for _, n in checked if n.get("max_lsb_err") is not None]
+    if steps:
+        worst += f" = {lsb_text(max(steps))} of the quantized outputs"
     head = f"numerics: {len(checked)} passes checked against the imported model{worst}"
     if not summary.get("first_numerics_break"):
         return f"{head}: ok"
     layers = ", ".join(summary["drifted_layers"][:10]) or "none found"
     return (f"{head}: first broken by {summary['first_numerics_break']}; "
             f"drifted layers: {layers}")
+
+
+def lsb_text(steps: float) -> str:
+    """`0 LSB`, `1 LSB`, `2.5 LSB`: an error in quantization steps."""
+    return f"{steps:.3g} LSB"
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from engine.relay.backend.build_module import (
     codegen,
 )
 from engine.relay.printer import SourceMapTable, print_ir
+from engine.relay.qnn import transform as qnn_transform  # registers qnn.CanonicalizeOps
 from engine.relay.testing.numerics import NumericsChecker
 from engine.relay.transform.pipeline import bind_params
 from engine.te.config import KEEP_SCHEDULE_RECORD
@@ -36,13 +37,14 @@ from explorer.protocol import ModelFormat, PlannedPass, model_format, planned_pa
 TARGET = "llvm"
 ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.relay.parser",
                   "engine.relay.frontend.onnx", "engine.relay.frontend.tflite", "onnx",
-                  "engine.relay.interpreter", "engine.relay.backend.build_module")
+                  "engine.relay.interpreter", "engine.relay.backend.build_module",
+                  "engine.relay.qnn.transform")
 """What the probe and run processes import up front (their fork server preloads these
 once; one that cannot be imported is skipped there)."""
 
 __all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext", "check_types",
            "PassInstrument", "SourceMapTable", "compile_module", "load_model", "model_inputs",
-           "kernels", "pass_context", "plan", "print_snapshot", "registered_passes", "run_passes", "transform"]
+           "kernels", "pass_context", "plan", "print_snapshot", "qnn_transform", "registered_passes", "run_passes", "transform"]
 
 
 @dataclasses.dataclass(slots=True)

@@ -42,8 +42,11 @@ def encode_source_map(source_map: SourceMapLike) -> bytes:
     if table is None:
         return json.dumps(source_map, separators=(",", ":")).encode()
     table = table.canonical()
-    header = json.dumps({"rows": len(table), "names": table.names,
-                         "span_sets": table.span_sets}, separators=(",", ":")).encode()
+    fields: dict[str, Any] = {"rows": len(table), "names": table.names,
+                              "span_sets": table.span_sets}
+    if table.qparams:  # the values of qnn scales and zero points, by node id
+        fields["qparams"] = [[k, v] for k, v in table.qparams.items()]
+    header = json.dumps(fields, separators=(",", ":")).encode()
     return b"".join((_MAP_MAGIC, struct.pack("<I", len(header)), header,
                      table.columns_bytes()))
 
@@ -64,7 +67,8 @@ def decode_source_map(raw: bytes) -> SourceMapTable | None:
     (size,) = struct.unpack_from("<I", raw, len(_MAP_MAGIC))
     header = json.loads(raw[start:start + size])
     return SourceMapTable.from_columns_bytes(raw[start + size:], header["names"],
-                                             header["span_sets"])
+                                             header["span_sets"],
+                                             dict(header.get("qparams", [])))
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (

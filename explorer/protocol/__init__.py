@@ -138,6 +138,7 @@ from explorer.protocol.shapes import (
     FrontendGraph,
     Layer,
     Numerics,
+    QParam,
     RunEvent,
     RunSummary,
     Session,
@@ -158,7 +159,7 @@ __all__ = [
     # errors
     "ApiError", "ErrorBody", "ErrorResponse", "bad_request", "error_response", "not_found",
     # options and shapes
-    "RunOptions", "RunOptionsJSON", "FrontendGraph", "Layer", "Numerics", "RunEvent",
+    "RunOptions", "RunOptionsJSON", "FrontendGraph", "Layer", "Numerics", "QParam", "RunEvent",
     "RunSummary", "Session", "SourceMapEntry", "TensorInfo", "empty_summary",
     # run events
     "EVENT_PAYLOADS", "BuildFinished", "BuildStarted", "EventData", "PassFailed",

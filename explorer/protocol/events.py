@@ -193,9 +193,13 @@ def run_cancelled(*, message: str | None) -> RunCancelled:
     return RunCancelled(message=message)
 
 
-def numerics(*, max_abs_err: float | None, ok: bool, error: str | None = None) -> Numerics:
-    """A numerics result; `error` only when the snapshot could not be evaluated."""
+def numerics(*, max_abs_err: float | None, ok: bool, error: str | None = None,
+             quantized: bool = False, max_lsb_err: float | None = None) -> Numerics:
+    """A numerics result; `error` only when the snapshot could not be evaluated,
+    `max_lsb_err` only when the model has `quantized` outputs."""
     result = Numerics(max_abs_err=max_abs_err, ok=ok)
+    if quantized:
+        result["max_lsb_err"] = max_lsb_err
     if error is not None:
         result["error"] = error
     return result

@@ -41,6 +41,15 @@ class FrontendGraph(TypedDict):
     outputs: list[Any]
 
 
+class QParam(TypedDict):
+    """A qnn call's scale or zero point, every value (the text shows a short form)."""
+
+    role: str  # the operand's name: input_scale, output_zero_point, ...
+    dtype: str
+    shape: list[int]
+    values: list[float]
+
+
 class SourceMapEntry(TypedDict):
     """One printed expression: 1-based line, 0-based column, end exclusive."""
 
@@ -51,6 +60,7 @@ class SourceMapEntry(TypedDict):
     spans: list[str]
     op: str | None
     ref: NotRequired[bool]  # true on a use of a bound name (`%3` after its definition)
+    qparam: NotRequired[QParam]  # on a qnn call's scale or zero point constant
 
 
 class Numerics(TypedDict):
@@ -58,6 +68,9 @@ class Numerics(TypedDict):
 
     max_abs_err: float | None
     ok: bool
+    # the error in quantization steps (LSBs) over the quantized outputs: integer ones, and
+    # float ones made by a dequantize (error / its scale); absent when no output is quantized
+    max_lsb_err: NotRequired[float | None]
     error: NotRequired[str]  # the snapshot could not be evaluated
 
 

@@ -256,5 +256,6 @@ class RecordingInstrument(PassInstrument):
         if snap.id not in self._numerics_cache:
             found = self.numerics(mod)
             self._numerics_cache[snap.id] = numerics_payload(
-                max_abs_err=found["max_abs_err"], ok=found["ok"], error=found.get("error"))
+                max_abs_err=found["max_abs_err"], ok=found["ok"], error=found.get("error"),
+                quantized="max_lsb_err" in found, max_lsb_err=found.get("max_lsb_err"))
         return self._numerics_cache[snap.id]

@@ -83,7 +83,7 @@ export function readOnlyEditor(parent, doc, extraExtensions = []) {
 /** What the diff view can hide: the text stays (offsets, source maps), only its display goes. */
 const HIDDEN = {
   types: / ?\/\* ty=[^*]*\*\//g,
-  spans: / ?\/\* (?!ty=)[^*]*\*\//g,
+  spans: / ?\/\* (?!ty=|values=)[^*]*\*\//g,
   meta: /meta\[relay\.Constant\]\[\d+\]/g,
 };
 

@@ -63,6 +63,15 @@ export {};
  */
 
 /**
+ * A qnn call's scale or zero point, every value (the text shows a short form).
+ * @typedef {Object} QParam
+ * @property {string} role
+ * @property {string} dtype
+ * @property {Array<number>} shape
+ * @property {Array<number>} values
+ */
+
+/**
  * One printed expression: 1-based line, 0-based column, end exclusive.
  * @typedef {Object} SourceMapEntry
  * @property {number} node_id
@@ -72,6 +81,7 @@ export {};
  * @property {Array<string>} spans
  * @property {(string|null)} op
  * @property {boolean} [ref]
+ * @property {QParam} [qparam]
  */
 
 /**
@@ -79,6 +89,7 @@ export {};
  * @typedef {Object} Numerics
  * @property {(number|null)} max_abs_err
  * @property {boolean} ok
+ * @property {(number|null)} [max_lsb_err]
  * @property {string} [error]
  */
 

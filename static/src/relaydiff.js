@@ -9,7 +9,7 @@
 import { diffSequences, splitLines } from "./linediff.js";
 
 const TYPE_COMMENT = / ?\/\* ty=[^*]*\*\//g;
-const SPAN_COMMENT = / ?\/\* (?!ty=)[^*]*\*\//g;
+const SPAN_COMMENT = / ?\/\* (?!ty=|values=)[^*]*\*\//g; // not the printer's values= note
 const REF = /%(\d+)\b|meta\[relay\.Constant\]\[(\d+)\]/g;
 const BINDING = /^\s*%(\d+) = /;
 const OP = /^\s*(?:% = )?([A-Za-z_][\w.]*|fn|\(|%[\w.]+)/;

@@ -42,11 +42,17 @@ class _Rebuild(ExprMutator):
                                                 call.type_args, span=call.span)
 
 
-def _rebuild(mod: Any, ctx: Any) -> Any:
-    new = mod.shallow_copy()
-    for gv, fn in mod.items():
-        new[gv] = _Rebuild().visit(fn)
-    return new
+def _each_function(mutator: type[ExprMutator]) -> Callable[[Any, Any], Any]:
+    """A module pass body applying a fresh `mutator` to every function."""
+    def body(mod: Any, ctx: Any) -> Any:
+        new = mod.shallow_copy()
+        for gv, fn in mod.items():
+            new[gv] = mutator().visit(fn)
+        return new
+    return body
+
+
+_rebuild = _each_function(_Rebuild)
 
 
 def _noop(mod: Any, ctx: Any) -> Any:
@@ -164,13 +170,26 @@ class _Perturb(ExprMutator):
         return const
 
 
-def _perturb(mod: Any, ctx: Any) -> Any:
-    new = mod.shallow_copy()
-    for gv, fn in mod.items():
-        new[gv] = _Perturb().visit(fn)
-    return new
+def _register_mutator(name: str, mutator: type[ExprMutator]) -> None:
+    body = _each_function(mutator)
+    register_pass(name, lambda: module_pass(body, opt_level=0, name=name), override=True)
 
 
-register_pass("ExplorerTestPerturb",
-              lambda: module_pass(_perturb, opt_level=0, name="ExplorerTestPerturb"),
-              override=True)
+_register_mutator("ExplorerTestPerturb", _Perturb)
+
+
+class _ShiftZeroPoint(ExprMutator):
+    """Lowers every qnn.dequantize's zero point by one: its output grows by one step."""
+
+    def visit_call(self, call: Call) -> Expr:
+        new = super().visit_call(call)
+        if not (isinstance(new, Call) and getattr(new.op, "name", "") == "qnn.dequantize"):
+            return new
+        zp = new.args[2]
+        assert isinstance(zp, Constant)
+        shifted = Constant(zp.data.numpy() - 1, span=zp.span)
+        return Call(new.op, (new.args[0], new.args[1], shifted), new.attrs, new.type_args,
+                    span=new.span)
+
+
+_register_mutator("ExplorerTestShiftZeroPoint", _ShiftZeroPoint)

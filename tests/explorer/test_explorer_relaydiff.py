@@ -115,3 +115,18 @@ def test_canonicalize_ops_marks_the_rewritten_expressions_only(canonicalize_ops:
                                     autojunk=False)
     marked = sum(j2 - j1 for tag, _, _, j1, j2 in plain.get_opcodes() if tag != "equal")
     assert marked >= 3 * diff["changed"]
+
+
+@needs_node
+def test_a_changed_scale_note_is_a_change_with_span_comments_ignored() -> None:
+    """The printer's `/* values=... */` note of a qnn scale is the value, not a span: hiding
+    span comments still compares it."""
+    line = ('  %1 = qnn.requantize(%0, meta[relay.Constant][0] /* values=f32[8] {} */, 0, '
+            '0.05f, 0, out_dtype="int8") /* conv1 */;\n')
+    text = 'def @main(%x: Tensor[(1, 8), int32]) {{\n  %0 = nn.relu(%x);\n{}  %1\n}}\n'
+    before = text.format(line.format("0.001..0.002"))
+    after = text.format(line.format("0.001..0.004"))
+    changed, same = relay_changes((before, after, {"ignoreSpans": True}),
+                                  (before, before.replace("conv1", "conv9"), {"ignoreSpans": True}))
+    assert changed["changedLinesB"] == [2]
+    assert same["changes"] == []

@@ -40,6 +40,7 @@ from engine.relay.op.op import op_attrs
 from engine.relay.parser import lexer as lx
 from engine.relay.parser.tvm_json import MetaFormatError, is_node_graph, meta_tables
 from engine.relay.parser.values import ValueReader
+from engine.relay.printer.format import VALUES_NOTE
 from engine.runtime.ndarray import NDArray
 
 __all__ = ["fromtext", "parse", "parse_expr", "parse_type"]
@@ -368,6 +369,8 @@ class _Parser(ValueReader):
             stripped = content.lstrip()
             if stripped.startswith(("ty=", "span=")):
                 span = self.info_comment(content, offset + 2) or span
+                continue
+            if stripped.startswith(VALUES_NOTE):  # the printer's note of a constant's values
                 continue
             try:
                 span = lx.parse_span_comment(content)

@@ -36,6 +36,7 @@ from engine.relay.printer.format import (
     type_text,
     type_trailer,
 )
+from engine.relay.printer.qparams import qparam_of, qparam_roles, values_note
 from engine.relay.printer.writer import Writer
 
 ATOMIC = (Var, GlobalVar, Op, Constant)
@@ -290,15 +291,30 @@ class ExprPrinter:
             text = f"meta[relay.Constant][{self.meta.index(const)}]"
         self._atom(const, text)
 
+    def _qparam(self, const: Constant, role: str) -> None:
+        """A scale or zero point of a qnn call: its value, or its meta reference plus a
+        note of its values (see `printer.qparams`); the source map gets every value."""
+        array = const.data.numpy()
+        text = scalar_text(array)
+        if text is None:
+            text = f"meta[relay.Constant][{self.meta.index(const)}]" + values_note(array)
+        self.w.note(const, qparam_of(role, array))
+        self._atom(const, text)
+
     def _call(self, call: Call) -> None:
         w = self.w
         self._expr(call.op)
         w.write("(")
         expr = self._expr
+        roles = qparam_roles(call)
         for i, arg in enumerate(call.args):
             if i:
                 w.write(", ")
-            expr(arg)
+            role = roles[i] if roles else None
+            if role is not None and isinstance(arg, Constant):
+                self._qparam(arg, role)
+            else:
+                expr(arg)
         attrs = attrs_text(call.attrs) if call.attrs else ""
         if attrs:
             w.write((", " + attrs if call.args else attrs) + ")")

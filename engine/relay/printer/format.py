@@ -22,6 +22,9 @@ from engine.ir.type import AnyDim, FuncType, IncompleteType, TensorType, TupleTy
 VERSION_LINE = '#[version = "0.0.5"]'
 METADATA_LINE = "#[metadata]"
 META_OMITTED = "// meta data omitted; print with show_meta_data=True to include it"
+VALUES_NOTE = "values="
+"""Prefix of a note on a constant's values (`/* values=f32[64] 0.0012..0.031 */`), which the
+parser skips: the values themselves are in the metadata."""
 
 PLAIN_SPAN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]*\Z")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -7,6 +7,8 @@
     table.to_json()     # [SourceMapEntry dicts], exactly PrintResult.to_json()
     table.json_bytes()  # the same list as compact JSON, without building the dicts
     table.span_coverage()  # (share of computing expressions with a span, their number)
+    table.qparams       # {node_id: {"role", "dtype", "shape", "values"}}: the values of the
+                        #   qnn scales and zero points (a definition entry's `qparam`)
 
 Each printed function keeps its own table (lines relative to the function), so a
 module reprinted with unchanged functions only shifts lines; a snapshot stores the
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +34,7 @@ NODE, KIND, START_LINE, START_COL, END_LINE, END_COL, SPANS, OP, REF = range(9)
 
 _COMPUTING_NAMES = frozenset(cls.kind for cls in COMPUTING_KINDS)
 
-_Entry = tuple[int, str, int, int, int, int, tuple[str, ...], "str | None", bool]
+_Entry = tuple[Any, ...]  # (node_id, kind, sl, sc, el, ec, spans, op, is_ref[, qparam])
 
 
 class _Interner:
@@ -67,15 +69,17 @@ def _first_use_order(indices: np.ndarray) -> np.ndarray:
 class SourceMapTable:
     """A source map as an int64 row table plus its string tables (see module docstring)."""
 
-    __slots__ = ("rows", "names", "span_sets")
+    __slots__ = ("rows", "names", "span_sets", "qparams")
 
     def __init__(self, rows: np.ndarray, names: Sequence[str],
-                 span_sets: Sequence[tuple[str, ...]]) -> None:
+                 span_sets: Sequence[tuple[str, ...]],
+                 qparams: Mapping[int, dict[str, Any]] | None = None) -> None:
         if rows.ndim != 2 or rows.shape[1] != len(COLUMNS):
             raise ValueError(f"source map rows must be (n, {len(COLUMNS)}), got {rows.shape}")
         self.rows = rows
         self.names = tuple(names)
         self.span_sets = tuple(tuple(s) for s in span_sets)
+        self.qparams = dict(qparams or {})
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
@@ -83,16 +87,20 @@ class SourceMapTable:
     # --- building -------------------------------------------------------------------------
     @classmethod
     def from_entries(cls, entries: Iterable[_Entry], line_base: int = 0) -> SourceMapTable:
-        """From printer entries `(node_id, kind, sl, sc, el, ec, spans, op, is_ref)`."""
+        """From printer entries `(node_id, kind, sl, sc, el, ec, spans, op, is_ref)`, each
+        optionally followed by its qparam dict (or None)."""
         interner = _Interner()
         name, span_set = interner.name, interner.span_set
         flat = array("q")
-        for nid, kind, sl, sc, el, ec, spans, op, ref in entries:
+        qparams: dict[int, dict[str, Any]] = {}
+        for nid, kind, sl, sc, el, ec, spans, op, ref, *qparam in entries:
             flat.extend((nid, name(kind), sl + line_base, sc, el + line_base, ec,
                          span_set(spans), name(op), 1 if ref else 0))
+            if qparam and qparam[0]:
+                qparams[nid] = qparam[0]
         rows = np.frombuffer(flat, dtype=np.int64).reshape(-1, len(COLUMNS)).copy() \
             if flat else np.zeros((0, len(COLUMNS)), dtype=np.int64)
-        return cls(rows, list(interner.names), list(interner.spans))
+        return cls(rows, list(interner.names), list(interner.spans), qparams)
 
     @classmethod
     def from_json(cls, entries: Iterable[dict[str, Any]]) -> SourceMapTable:
@@ -100,7 +108,7 @@ class SourceMapTable:
         return cls.from_entries(
             (int(e["node_id"]), str(e.get("kind", "")), int(e["start"][0]), int(e["start"][1]),
              int(e["end"][0]), int(e["end"][1]), tuple(str(s) for s in e.get("spans") or ()),
-             e.get("op"), bool(e.get("ref", False))) for e in entries)
+             e.get("op"), bool(e.get("ref", False)), e.get("qparam")) for e in entries)
 
     @classmethod
     def concat(cls, parts: Sequence[tuple[int, SourceMapTable]]) -> SourceMapTable:
@@ -111,7 +119,8 @@ class SourceMapTable:
         interner = _Interner()
         chunks = [table._remapped(offset, interner) for offset, table in parts]
         rows = np.concatenate(chunks) if chunks else np.zeros((0, len(COLUMNS)), np.int64)
-        return cls(rows, list(interner.names), list(interner.spans))
+        qparams = {k: v for _, table in parts for k, v in table.qparams.items()}
+        return cls(rows, list(interner.names), list(interner.spans), qparams)
 
     def shifted(self, lines: int) -> SourceMapTable:
         """The same entries `lines` lines further down."""
@@ -119,7 +128,7 @@ class SourceMapTable:
         if lines:
             rows[:, START_LINE] += lines
             rows[:, END_LINE] += lines
-        return SourceMapTable(rows, self.names, self.span_sets)
+        return SourceMapTable(rows, self.names, self.span_sets, self.qparams)
 
     def canonical(self) -> SourceMapTable:
         """The same map with its strings in first-use order (as `from_json` builds them) and
@@ -135,10 +144,11 @@ class SourceMapTable:
         set_map[sets] = np.arange(sets.size)
         rows[:, SPANS] = set_map[rows[:, SPANS]]
         return SourceMapTable(rows, [self.names[i] for i in names.tolist()],
-                              [self.span_sets[i] for i in sets.tolist()])
+                              [self.span_sets[i] for i in sets.tolist()], self.qparams)
 
     def without_refs(self) -> SourceMapTable:
-        return SourceMapTable(self.rows[self.rows[:, REF] == 0], self.names, self.span_sets)
+        return SourceMapTable(self.rows[self.rows[:, REF] == 0], self.names, self.span_sets,
+                              self.qparams)
 
     def _remapped(self, offset: int, interner: _Interner) -> np.ndarray:
         rows = self.rows.copy()
@@ -153,14 +163,17 @@ class SourceMapTable:
 
     # --- reading ----------------------------------------------------------------------------
     def to_json(self) -> list[dict[str, Any]]:
-        """The protocol's SourceMapEntry dicts, in order (uses carry `"ref": true`)."""
-        names, span_sets = self.names, self.span_sets
+        """The protocol's SourceMapEntry dicts, in order (uses carry `"ref": true`, a qnn
+        scale's or zero point's definition its `"qparam"`)."""
+        names, span_sets, qparams = self.names, self.span_sets, self.qparams
         out = []
         for nid, kind, sl, sc, el, ec, spans, op, ref in self.rows.tolist():
             entry = {"node_id": nid, "kind": names[kind], "start": [sl, sc], "end": [el, ec],
                      "spans": list(span_sets[spans]), "op": names[op] if op >= 0 else None}
             if ref:
                 entry["ref"] = True
+            elif nid in qparams:
+                entry["qparam"] = qparams[nid]
             out.append(entry)
         return out
 
@@ -175,7 +188,9 @@ class SourceMapTable:
         spans = [enc(list(s)) for s in self.span_sets]
         form = '{"node_id":%d,"kind":%s,"start":[%d,%d],"end":[%d,%d],"spans":%s,"op":%s%s}'
         tails = ("", ',"ref":true')
-        parts = [form % (nid, kinds[kind], sl, sc, el, ec, spans[sp], ops[op], tails[ref])
+        notes = {nid: ',"qparam":' + enc(q) for nid, q in self.qparams.items()}
+        parts = [form % (nid, kinds[kind], sl, sc, el, ec, spans[sp], ops[op],
+                         tails[ref] if ref or nid not in notes else notes[nid])
                  for nid, kind, sl, sc, el, ec, sp, op, ref in self.rows.tolist()]
         return ("[" + ",".join(parts) + "]").encode()
 
@@ -202,6 +217,8 @@ class SourceMapTable:
 
     @classmethod
     def from_columns_bytes(cls, raw: bytes, names: Sequence[str],
-                           span_sets: Sequence[Sequence[str]]) -> SourceMapTable:
+                           span_sets: Sequence[Sequence[str]],
+                           qparams: Mapping[int, dict[str, Any]] | None = None
+                           ) -> SourceMapTable:
         columns = np.frombuffer(raw, dtype="<i8").reshape(len(COLUMNS), -1)
-        return cls(columns.T.astype(np.int64), names, [tuple(s) for s in span_sets])
+        return cls(columns.T.astype(np.int64), names, [tuple(s) for s in span_sets], qparams)

@@ -11,6 +11,7 @@ collector to walk; `table()` sorts them into text order.
 from __future__ import annotations
 
 from array import array
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ class Writer:
     """Accumulates lines; `begin`/`end` bracket a printed expression, `ref` a use of one."""
 
     __slots__ = ("lines", "parts", "col", "depth", "flat", "origin_ids", "origin_ends",
-                 "_starts", "_open", "_closed", "_names", "_spans", "_span_objs")
+                 "_starts", "_open", "_closed", "_names", "_spans", "_span_objs", "notes")
 
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -63,6 +64,7 @@ class Writer:
         self._names: dict[str | None, int] = {None: -1}
         self._spans: dict[int, int] = {}
         self._span_objs: list[SpanLike] = []
+        self.notes: dict[int, dict[str, Any]] = {}
 
     def _start_line(self) -> None:
         pad = INDENT * self.depth
@@ -112,6 +114,10 @@ class Writer:
         self.flat.extend((node.node_id, self._name(node.kind), line, col, line, self.col,
                           self._span(node.span), self._name(op_name(node)), 1))
 
+    def note(self, node: Expr, qparam: dict[str, Any]) -> None:
+        """Values the source map carries for `node` (a qnn call's scale or zero point)."""
+        self.notes[node.node_id] = qparam
+
     def finish(self) -> None:
         if self.parts:
             self.newline()
@@ -144,7 +150,7 @@ class Writer:
                           for s in self._span_objs] or [0], dtype=np.int64)
         rows[:, SPANS] = remap[rows[:, SPANS]]
         names = [n for n in self._names if n is not None]
-        return SourceMapTable(rows, names, list(sets))
+        return SourceMapTable(rows, names, list(sets), self.notes)
 
     def origins(self) -> tuple[array[int], array[int]]:
         """Per line, the ids of the nodes on it: flat ids and each line's end offset."""

@@ -26,6 +26,7 @@ from engine.ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, V
 from engine.ir.type import TensorType
 from engine.relay.analysis.dataflow import dataflow_post_order
 from engine.relay.interpreter import evaluate
+from engine.relay.testing.quant_steps import LSB_TOLERANCE, max_step_error, output_steps
 
 RTOL = 1e-3
 ATOL = 1e-4
@@ -88,21 +89,42 @@ def max_abs_error(outs: list[np.ndarray], refs: list[np.ndarray]) -> tuple[float
 
 
 class NumericsChecker:
-    """Evaluates snapshots on fixed inputs and compares them with the imported module."""
+    """Evaluates snapshots on fixed inputs and compares them with the imported module.
+
+    A quantized output (integer, or float made by a dequantize: `quant_steps`) is also
+    measured in quantization steps (`max_lsb_err`) and matches within `LSB_TOLERANCE`
+    steps; the others match within RTOL/ATOL.
+    """
 
     def __init__(self, reference: IRModule, params: dict[str, Any], seed: int = 0) -> None:
+        from engine.relay.transform import InferType
+
         self.reference = reference
         self.inputs = {**make_inputs(reference, params, seed),
                        **{k: _array(v) for k, v in params.items()}}
         self.ref_outputs = flatten_outputs(evaluate(reference, self.inputs))
+        steps = output_steps(InferType()(reference), params)
+        self.steps = steps if len(steps) == len(self.ref_outputs) else [None] * len(self.ref_outputs)
 
     def __call__(self, mod: IRModule) -> dict[str, Any]:
         try:
             outs = flatten_outputs(evaluate(mod, self.inputs))
         except Exception as exc:  # an unevaluable snapshot is a numerics failure, reported
             return {"max_abs_err": None, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        err, ok = max_abs_error(outs, self.ref_outputs)
-        return {"max_abs_err": err, "ok": ok}
+        if not any(step is not None for step in self.steps):
+            err, ok = max_abs_error(outs, self.ref_outputs)
+            return {"max_abs_err": err, "ok": ok}
+        return self._quantized(outs)
+
+    def _quantized(self, outs: list[np.ndarray]) -> dict[str, Any]:
+        err, _ = max_abs_error(outs, self.ref_outputs)
+        if err is None:
+            return {"max_abs_err": None, "ok": False, "max_lsb_err": None}
+        plain = [(o, r) for o, r, s in zip(outs, self.ref_outputs, self.steps) if s is None]
+        _, plain_ok = max_abs_error([o for o, _ in plain], [r for _, r in plain])
+        lsb = max_step_error(outs, self.ref_outputs, self.steps)
+        ok = plain_ok and lsb is not None and lsb <= LSB_TOLERANCE
+        return {"max_abs_err": err, "ok": ok, "max_lsb_err": lsb}
 
     def drifted_layers(self, broken: IRModule, limit: int = 50) -> list[str]:
         return drifted_layers(self.reference, broken, self.inputs)[:limit]

@@ -11,6 +11,7 @@ import { snapshotLabel } from "../protocol.js";
 import { Pane } from "../pane.js";
 import { functionsOf, scopeChoices, scopeText } from "../scope.js";
 import { highlightsFor, sourceIndexOf } from "../sourcemap.js";
+import { quantExtensions } from "../quant.js";
 
 const SIDES = ["a", "b"];
 const VIEW_KEY = "irx.diffView";
@@ -347,6 +348,8 @@ export class DiffPane extends Pane {
         relayEditorExtensions({ onPick: (pos) => this.pick(s, pos), onEscape: () => this.hub.emit(TOPIC.CLEAR, {}),
           label: s === "a" ? "IR before" : "IR after", firstLine: shown[s].firstLine }),
         hiddenText(hide),
+        quantExtensions(() => this.indexes[s] && { index: this.indexes[s], text: this.snapshots[s].text,
+          offset: this.shown?.[s].offset ?? 0 }),
         foldable,
         this.viewOptions.wrap ? softWrap : [],
       ],

@@ -4,6 +4,7 @@ import { errorBox, h, replace } from "../dom.js";
 import { TOPIC } from "../hub.js";
 import { Pane } from "../pane.js";
 import { ACTION, nodeLabel, passLabel } from "../protocol.js";
+import { hoverCard, qparamOf, typeOfEntry } from "../quant.js";
 
 export class ProvenancePane extends Pane {
   render() {
@@ -17,6 +18,7 @@ export class ProvenancePane extends Pane {
   afterMount() {
     this.seq = 0;
     this.listen(TOPIC.EXPR_SELECTED, (sel) => (sel ? this.show(sel) : this.showEmpty()));
+    this.listen(TOPIC.SNAPSHOTS_SHOWN, (shown) => { this.shown = shown; });
   }
 
   showEmpty() {
@@ -36,6 +38,7 @@ export class ProvenancePane extends Pane {
         h("dt", {}, "node"), h("dd", { "data-testid": "expr-node" }, nodeLabel(sel.nodeId)),
         h("dt", {}, "kind"), h("dd", {}, sel.kind ?? ""),
         sel.op ? [h("dt", {}, "op"), h("dd", {}, sel.op)] : null),
+      this.typeCard(sel),
       h("h4", {}, "Frontend layers"), this.layersEl,
       h("h4", {}, "Backtrace"), this.traceEl);
     const runId = this.ctx.runId();
@@ -46,6 +49,19 @@ export class ProvenancePane extends Pane {
     } catch (err) {
       if (seq === this.seq) replace(this.traceEl, h("li", {}, errorBox("Backtrace unavailable:", err.message)));
     }
+  }
+
+  /** The selected expression's type (integer dtypes marked) and a qparam's values. */
+  typeCard(sel) {
+    const shown = this.shown;
+    const index = shown?.indexes?.[sel.side];
+    const snapshot = sel.side === "a" ? shown?.left : shown?.right;
+    const entry = index?.entriesOfNode(sel.nodeId).find((e) => !e.ref);
+    if (!entry || snapshot?.id !== sel.snapshotId) return null;
+    const type = typeOfEntry(index, (from, to) => snapshot.text.slice(from, to), entry);
+    const qparam = qparamOf(index, entry);
+    if (!type && !qparam) return null;
+    return h("div.expr-type", { "data-testid": "expr-type" }, hoverCard(entry, type, qparam));
   }
 
   layerButton(name) {

@@ -3,6 +3,7 @@
 import { formatMs, formatPercent, h, replace } from "../dom.js";
 import { TOPIC } from "../hub.js";
 import { Pane } from "../pane.js";
+import { lsbText, numericsTitle } from "../quant.js";
 
 export class TimelinePane extends Pane {
   render() {
@@ -208,9 +209,10 @@ function buildState(b, model) {
 function numericsCell(row) {
   const n = row.numerics;
   if (!n) return h("span.pass-num", {}, "");
-  return n.ok
-    ? h("span.pass-num.num-ok", { title: `max |err| ${n.max_abs_err}` }, "✓")
-    : h("span.pass-num.num-bad", { title: `max |err| ${n.max_abs_err}` }, "✗");
+  const title = numericsTitle(n);
+  const lsb = n.max_lsb_err === undefined || n.max_lsb_err === null ? null : lsbText(n.max_lsb_err);
+  return h(`span.pass-num.${n.ok ? "num-ok" : "num-bad"}`, { title, dataset: lsb ? { lsb: String(n.max_lsb_err) } : {} },
+    n.ok ? "✓" : "✗", lsb && n.max_lsb_err > 0 ? h("span.pass-lsb", {}, ` ${lsb}`) : null);
 }
 
 function rowTitle(row) {
