@@ -106,6 +106,10 @@ def test_page_fits_the_screen(browser: Any, server: str, runs: Any, model: str,
 
         # click expressions: the page stays put
         for line in (3, 6):
+            # the pointer leaves first: the previous click's hover card (an expression's type)
+            # must not stand over the next line
+            page.mouse.move(0, 0)
+            page.wait_for_function("!document.querySelector('.cm-tooltip-hover')")
             page.locator(".cm-editor[data-side='b'] .cm-line").nth(line).click(position={"x": 40, "y": 6})
             page.get_by_test_id("expr-node").wait_for()
             _no_sideways_scroll(page)
