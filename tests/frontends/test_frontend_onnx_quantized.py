@@ -2,11 +2,11 @@
 and match onnxruntime.
 
 The files come from bench/make_onnx_quantized.py (cached in the git-ignored
-bench/models/quantized/): torchvision ResNet-18, MobileNetV2, MobileNetV3-Small and
-EfficientNet-B0 (1x3x64x64) and small BERT and GPT-2 configurations (16 tokens), seeded
+bench/models/quantized/): torchvision ResNet-18, ResNet-50, MobileNetV2, MobileNetV3-Small
+and EfficientNet-B0 (1x3x64x64) and small BERT and GPT-2 configurations (16 tokens), seeded
 random weights, each quantized by `quantize_static` (seeded random calibration) in QDQ and
-QOperator format, per tensor and per channel, and ResNet-18, BERT and GPT-2 by
-`quantize_dynamic`. Each file
+QOperator format, per tensor and per channel, and ResNet-18, ResNet-50, BERT and GPT-2 by
+`quantize_dynamic` (ResNet-50's five files add about 15 s). Each file
 - imports, its quantized layers as qnn ops (qnn.quantize/dequantize, qnn.conv2d,
   qnn.dense);
 - goes through relay.build at O3 (the standard pipeline, then LowerTE) with 100 % span
@@ -20,7 +20,16 @@ QOperator format, per tensor and per channel, and ResNet-18, BERT and GPT-2 by
   the next convolution into its weights, a float reassociation that moves one rounding
   tie; with FoldScaleAxis disabled it is 0), exactly for integer outputs, and to float32
   rounding (1e-5) for a float output computed after the quantized layers (BERT's
-  LayerNormalization, the dynamic models' scaled MatMulInteger: 7e-7 at most).
+  LayerNormalization, the dynamic models' scaled MatMulInteger: 7e-7 at most; ResNet-50
+  dynamic 1.5e-5 on logits of magnitude > 1).
+  One file is held to a wider, measured bound (`KNOWN_LSB`): ResNet-50 QDQ per channel,
+  3 LSB from both onnxruntime sessions (which agree with each other). Its quantized
+  tensors match onnxruntime's literal session exactly through the first 34
+  QuantizeLinears; at layer3.0's second ReLU one element of 4096 is 1 LSB apart (a float
+  convolution whose float32 summation order puts a value on the other side of a rounding
+  boundary), and 14 more bottleneck blocks of seeded random weights amplify it (up to 11
+  LSB inside layer4, 3 at the logits). The integer QOperator files of the same model are
+  exact.
 
 Which onnxruntime session: the default one (ORT_ENABLE_ALL), what users run. On a
 QOperator or dynamic file it runs the file's integer kernels as they are. On a QDQ file it
@@ -67,6 +76,8 @@ pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 CASES = quantized.cases()
 IDS = [f"{name}.{variant}" for name, variant in CASES]
+# measured LSB bounds above 1, with the reason in the module docstring
+KNOWN_LSB = {("resnet50", "qdq_per_channel"): 3.0}
 FLOAT_TOLERANCE = 1e-5
 
 
@@ -85,6 +96,10 @@ class Case:
     def qdq(self) -> bool:
         return self.variant.startswith("qdq")
 
+    @property
+    def lsb_bound(self) -> float:
+        return KNOWN_LSB.get((self.name, self.variant), 1.0)
+
 
 def errors(case: Case, actual: list[np.ndarray], reference: list[np.ndarray]) -> list[float]:
     assert len(actual) == len(reference)
@@ -95,12 +110,12 @@ def errors(case: Case, actual: list[np.ndarray], reference: list[np.ndarray]) ->
 
 
 def assert_within(case: Case, actual: list[np.ndarray], reference: list[np.ndarray]) -> None:
-    """Within 1 LSB of a dequantized output, exact for an integer one, float32 rounding
+    """Within 1 LSB (or the case's measured bound) of a dequantized output, exact for an integer one, float32 rounding
     for a float one."""
     for k, (err, want, step) in enumerate(zip(errors(case, actual, reference), reference,
                                               case.steps)):
         if step:
-            assert err <= 1, f"output {k}: {err} LSB from onnxruntime"
+            assert err <= case.lsb_bound, f"output {k}: {err} LSB from onnxruntime"
         elif want.dtype.kind in "iub":
             assert err == 0, f"output {k}: integer output off by {err}"
         else:
@@ -150,8 +165,12 @@ def test_quantized_layers_import_as_qnn_ops(case: Case) -> None:
     if case.qdq:
         assert {"qnn.quantize", "qnn.dequantize"} <= ops
     elif case.variant.startswith("qoperator"):
-        kernel = "qnn.conv2d" if case.name in quantized.CNNS else "qnn.dense"
-        assert {kernel, "qnn.dense"} <= ops  # QGemm is a qnn.dense too
+        # QGemm is a qnn.dense too; attention's batched QLinearMatMuls qnn.batch_matmul
+        kernel = "qnn.conv2d" if case.name in quantized.CNNS else "qnn.batch_matmul"
+        assert {kernel, "qnn.dense", "qnn.requantize"} <= ops
+    else:  # dynamic: MatMulInteger / ConvInteger (weights constant) with run-time zero
+        # points; quantize_dynamic leaves attention's activation x activation MatMuls float
+        assert "qnn.dense" in ops and (case.name not in quantized.CNNS or "qnn.conv2d" in ops)
 
 
 def test_import_matches_onnxruntime(case: Case, stages: Stages) -> None:
@@ -163,8 +182,8 @@ def test_qdq_files_are_measured_against_both_sessions(case: Case, stages: Stages
         pytest.skip("QOperator and dynamic files run as written in both sessions")
     ours = stages.before
     between_sessions = max(errors(case, case.default, case.literal))
-    assert max(errors(case, ours, case.default)) <= 1
-    assert max(errors(case, ours, case.literal)) <= max(1.0, between_sessions)
+    assert max(errors(case, ours, case.default)) <= case.lsb_bound
+    assert max(errors(case, ours, case.literal)) <= max(case.lsb_bound, between_sessions)
 
 
 def test_build_keeps_every_span_after_every_pass(stages: Stages) -> None:

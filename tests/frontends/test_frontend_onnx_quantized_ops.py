@@ -285,3 +285,69 @@ def test_dynamic_quantize_matmul(per_channel: bool) -> None:
     model = single_node("DynamicQuantizeMatMul", {"a": a}, params,
                         ["a", "b", "b_scale", "b_zp", "bias"], "float32", domain=MS)
     check_exact(model, {"a": a})
+
+
+# --- batched and dynamic integer products ------------------------------------------------
+BATCHED = [((2, 3, 5, 16), (2, 3, 16, 6)),  # attention: (batch, heads, tokens, dims)
+           ((2, 1, 5, 16), (3, 16, 6)),  # leading dims broadcast
+           ((16,), (4, 16, 6)),  # a vector against a batch
+           ((4, 5, 16), (16,))]  # a batch against a vector
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", BATCHED, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_batched_qlinear_matmul_is_qnn_batch_matmul(dtype: str, shapes: tuple) -> None:
+    """Both operands run-time activations (attention's Q @ K^T and P @ V); a 1-D b is a
+    dense of one unit."""
+    rng = np.random.default_rng(14)
+    a, b = quantized(rng, shapes[0], dtype), quantized(rng, shapes[1], dtype) // 2
+    params = {**qparams(rng, dtype, "a", 0.05), **qparams(rng, dtype, "b", 0.02),
+              **qparams(rng, dtype, "y", 0.6)}
+    model = single_node("QLinearMatMul", {"a": a, "b": b}, params,
+                        ["a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"],
+                        dtype)
+    ops = check_exact(model, {"a": a, "b": b})
+    kernel = "qnn.dense" if len(shapes[1]) == 1 else "qnn.batch_matmul"
+    assert {kernel, "qnn.requantize"} <= ops and "nn.batch_matmul" not in ops
+
+
+def test_qlinear_matmul_with_a_zero_point_per_row_stays_integer_relay() -> None:
+    """qnn.batch_matmul takes per-tensor zero points only: a per-row one of a is the int32
+    matmul of the shifted operands."""
+    rng = np.random.default_rng(15)
+    a, b = quantized(rng, (2, 4, 8), "uint8"), quantized(rng, (2, 8, 3), "uint8") // 2
+    params = {"a_scale": scalar(0.05, "float32"), "a_zp": np.array([120, 125, 130, 135], "uint8"),
+              **qparams(rng, "uint8", "b", 0.02), **qparams(rng, "uint8", "y", 0.4)}
+    model = single_node("QLinearMatMul", {"a": a, "b": b}, params,
+                        ["a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"],
+                        "uint8")
+    result = import_onnx(model)
+    ops: set[str] = set()
+    post_order_visit(result.mod["main"], lambda e: ops.add(e.op.name)
+                     if isinstance(e, Call) and hasattr(e.op, "name") else None)
+    assert "nn.batch_matmul" in ops and "qnn.batch_matmul" not in ops
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape", "kernel"),
+                         [((3, 5, 16), (16, 6), "qnn.dense"),
+                          ((2, 3, 5, 16), (2, 3, 16, 6), "qnn.batch_matmul")])
+def test_matmul_integer_with_run_time_zero_points_is_a_qnn_product(
+        a_shape: tuple, b_shape: tuple, kernel: str) -> None:
+    """Dynamic quantization's MatMulInteger: a's zero point computed at run time (a graph
+    input here), no scales (the qnn op gets 1.0: its int32 product does not use them)."""
+    rng = np.random.default_rng(16)
+    a, b = quantized(rng, a_shape, "uint8"), quantized(rng, b_shape, "int8") // 2
+    inputs = {"a": a, "a_zp": scalar(131, "uint8")}
+    model = single_node("MatMulInteger", inputs, {"b": b, "b_zp": scalar(3, "int8")},
+                        ["a", "b", "a_zp", "b_zp"], "int32")
+    assert kernel in check_exact(model, inputs)
+
+
+def test_conv_integer_with_a_run_time_zero_point_is_qnn_conv2d() -> None:
+    rng = np.random.default_rng(17)
+    x, w = quantized(rng, (1, 4, 7, 7), "uint8"), quantized(rng, (6, 2, 3, 3), "int8") // 2
+    inputs = {"x": x, "x_zp": scalar(119, "uint8")}
+    model = single_node("ConvInteger", inputs, {"w": w, "w_zp": scalar(0, "int8")},
+                        ["x", "w", "x_zp", "w_zp"], "int32", pads=[1, 0, 1, 2], group=2,
+                        strides=[2, 1])
+    assert "qnn.conv2d" in check_exact(model, inputs)

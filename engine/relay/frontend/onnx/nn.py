@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -357,34 +358,52 @@ def matmul(ctx: NodeContext) -> ConvertResult:
     return matmul_of(ctx, ctx.input(0), ctx.input(1))
 
 
-def matmul_of(ctx: NodeContext, a: Expr, b: Expr, b_index: int = 1) -> Expr:
-    """numpy.matmul of `a` and `b`, shaped as inputs 0 and `b_index`."""
+@dataclass(frozen=True, slots=True)
+class MatmulKernels:
+    """What `matmul_of` multiplies with: `dense(a, weight, units)` for a 2-D a and an
+    [N, K] weight (a 2-D b transposed), `batch(a, b)` for (B, M, K) @ (B, K, N); the float
+    Relay ops by default, qnn.dense / qnn.batch_matmul for the integer ops."""
+
+    dense: Callable[[Expr, Expr, Any], Expr]
+    batch: Callable[[Expr, Expr], Expr]
+
+
+FLOAT_MATMUL = MatmulKernels(
+    lambda a, w, units: relay.nn.dense(a, w, units=units),
+    lambda a, b: relay.nn.batch_matmul(a, b, transpose_a=False, transpose_b=False))
+
+
+def matmul_of(ctx: NodeContext, a: Expr, b: Expr, b_index: int = 1,
+              kernels: MatmulKernels = FLOAT_MATMUL) -> Expr:
+    """numpy.matmul of `a` and `b`, shaped as inputs 0 and `b_index`: a 2-D b as a dense
+    over a flattened to 2-D, otherwise a batch matmul over the broadcast leading dims."""
     a_shape, b_shape = ctx.shape(0), ctx.shape(b_index)
     if len(a_shape) == 1 or len(b_shape) == 1:
-        return _matmul_vector(ctx, a, b, a_shape, b_shape)
+        return _matmul_vector(ctx, a, b, a_shape, b_shape, kernels)
     if len(b_shape) == 2:
-        return _matmul_dense(ctx, a, b, a_shape, b_shape)
-    return _matmul_batch(ctx, a, b, ctx.static_shape(0), ctx.static_shape(b_index))
+        return _matmul_dense(ctx, a, b, a_shape, b_shape, kernels)
+    return _matmul_batch(a, b, ctx.static_shape(0), ctx.static_shape(b_index), kernels)
 
 
-def _matmul_dense(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple, b_shape: tuple) -> Expr:
+def _matmul_dense(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple, b_shape: tuple,
+                  kernels: MatmulKernels) -> Expr:
     units = b_shape[1]
     weight = relay.transpose(b, axes=[1, 0])
     if len(a_shape) == 2:
-        return relay.nn.dense(a, weight, units=units)
+        return kernels.dense(a, weight, units)
     static = ctx.static_shape(0)
     flat = relay.reshape(a, newshape=[int(np.prod(static[:-1])), static[-1]])
-    out = relay.nn.dense(flat, weight, units=units)
+    out = kernels.dense(flat, weight, units)
     return relay.reshape(out, newshape=[*static[:-1], -1 if units is None else int(units)])
 
 
-def _matmul_batch(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple[int, ...],
-                  b_shape: tuple[int, ...]) -> Expr:
+def _matmul_batch(a: Expr, b: Expr, a_shape: tuple[int, ...], b_shape: tuple[int, ...],
+                  kernels: MatmulKernels) -> Expr:
     batch = tuple(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]))
     size = int(np.prod(batch)) if batch else 1
     a3 = _as_batch3(a, a_shape, batch, size)
     b3 = _as_batch3(b, b_shape, batch, size)
-    out = relay.nn.batch_matmul(a3, b3, transpose_a=False, transpose_b=False)
+    out = kernels.batch(a3, b3)
     return relay.reshape(out, newshape=[*batch, a_shape[-2], b_shape[-1]])
 
 
@@ -396,7 +415,8 @@ def _as_batch3(x: Expr, shape: tuple[int, ...], batch: tuple[int, ...], size: in
     return relay.reshape(x, newshape=[size, *shape[-2:]])
 
 
-def _matmul_vector(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple, b_shape: tuple) -> Expr:
+def _matmul_vector(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple, b_shape: tuple,
+                   kernels: MatmulKernels) -> Expr:
     squeeze = []
     if len(a_shape) == 1:
         a = relay.expand_dims(a, axis=0)
@@ -407,9 +427,9 @@ def _matmul_vector(ctx: NodeContext, a: Expr, b: Expr, a_shape: tuple, b_shape: 
         b_shape = (*b_shape, 1)
         squeeze.append(-1)
     if len(b_shape) == 2:
-        out = _matmul_dense(ctx, a, b, a_shape, b_shape)
+        out = _matmul_dense(ctx, a, b, a_shape, b_shape, kernels)
     else:
-        out = _matmul_batch(ctx, a, b, tuple(int(d) for d in a_shape),
-                            tuple(int(d) for d in b_shape))
+        out = _matmul_batch(a, b, tuple(int(d) for d in a_shape),
+                            tuple(int(d) for d in b_shape), kernels)
     rank = max(len(a_shape), len(b_shape))
     return relay.squeeze(out, axis=[rank + s for s in squeeze])

@@ -266,7 +266,7 @@ def qgemm(ctx: NodeContext) -> ConvertResult:
 def matmul_integer_to_float(ctx: NodeContext) -> ConvertResult:
     """Inputs A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias:
     float(MatMulInteger(A, B)) * (a_scale * b_scale) + bias."""
-    acc = integer_matmul(ctx, 0, 1, 4, 5)
+    acc = integer_matmul(ctx, 0, 1, 4, 5, scales=(2, 3))
     scale = relay.multiply(ctx.input(2), ctx.input(3))
     out = relay.multiply(_float(acc), scale)
     return relay.add(out, ctx.input(6)) if ctx.has(6) else out

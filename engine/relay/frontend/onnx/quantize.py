@@ -4,8 +4,16 @@ MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv.
 The quantized layers import into the QNN dialect (TVM's `qnn.*`) where it computes them
 exactly: QuantizeLinear / DequantizeLinear of float32 to and from int8, uint8 or int16
 (int32 for dequantize), per tensor or per axis, as qnn.quantize / qnn.dequantize;
-QLinearConv's 2-D convolution as qnn.conv2d and QLinearMatMul with a 2-D b as qnn.dense,
-their scales and zero points operands (expressions). Everything else composes Relay ops
+QLinearConv's 2-D convolution as qnn.conv2d, QLinearMatMul with a 2-D b as qnn.dense and
+with batched operands (attention's) as qnn.batch_matmul over the broadcast leading dims
+flattened (as MatMul's), their scales and zero points operands (expressions). The
+dynamic-quantization products MatMulInteger and ConvInteger are the same qnn ops with
+scales 1.0: the node has none (DynamicQuantizeLinear computes them at run time and the
+graph multiplies them in float afterwards), and a qnn product's int32 result does not use
+its scales, as in TVM's ONNX frontend; their zero points, run-time values too, are
+expressions. A zero point per row of a (or per column of a batched b) is outside what
+the qnn ops take: that product stays the int32 matmul of the shifted operands. Everything
+else composes Relay ops
 with the float semantics: blocked scales, 4- and 2-bit integers (ml_dtypes' types, one
 value per byte), float8 (saturating as Cast does, `saturate` attribute) and
 float4_e2m1fn; the integer ops take 8- and 16-bit integers.
@@ -29,7 +37,7 @@ from engine.ir.dtype import FLOAT8_WITH_FINITE_MAX, iinfo, is_float
 from engine.ir.expr import Expr
 from engine.relay import qnn
 from engine.relay.frontend.onnx.cast import cast_to
-from engine.relay.frontend.onnx.nn import conv_of, conv_window, matmul_of
+from engine.relay.frontend.onnx.nn import MatmulKernels, conv_of, conv_window, matmul_of
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 from engine.relay.frontend.onnx.util import norm_axis, onnx_dtype
 
@@ -203,11 +211,62 @@ def int32_operand(ctx: NodeContext, index: int, zp_index: int, zp_axis: int) -> 
     return relay.subtract(x, relay.cast(zero_point, "int32"))
 
 
-def integer_matmul(ctx: NodeContext, a: int, b: int, a_zp: int, b_zp: int) -> Expr:
-    """int32 (input a - input a_zp) @ (input b - input b_zp); a zero point per row of a,
-    per column of b."""
-    return matmul_of(ctx, int32_operand(ctx, a, a_zp, -2), int32_operand(ctx, b, b_zp, -1),
-                     b_index=b)
+def _unit_scale() -> Expr:
+    """The scale a qnn product op gets where the node has none (MatMulInteger,
+    ConvInteger): their int32 products do not use it (only a requantize would), so the
+    scales DynamicQuantizeLinear computes at run time stay out of the qnn op, as in TVM's
+    ONNX frontend."""
+    return relay.const(1.0, "float32")
+
+
+def _qnn_scales(ctx: NodeContext, scales: tuple[int, int] | None) -> tuple[Expr, Expr]:
+    """A qnn product's input and kernel scales: inputs `scales` (per tensor, and per tensor
+    or per output channel), or 1.0 for a node without scales."""
+    if scales is None:
+        return _unit_scale(), _unit_scale()
+    return scalar_param(ctx, scales[0]), _per_channel(ctx, scales[1])
+
+
+def _per_tensor_or_absent(ctx: NodeContext, index: int) -> bool:
+    return not ctx.has(index) or _is_per_tensor(ctx, index)
+
+
+def _qnn_matmul_fits(ctx: NodeContext, a: int, b: int, zps: tuple[int, int],
+                     scales: tuple[int, int] | None) -> bool:
+    """Whether qnn.dense (a 2-D b) or qnn.batch_matmul computes the node: 8-bit (or int16)
+    operands, a per-tensor zero point and scale of a, b's per tensor or (a 2-D b: the
+    dense's output channels) per column, float32 scales."""
+    b_2d = ctx.rank(b) == 2
+    if ctx.dtype(a) not in KERNEL_TYPES or ctx.dtype(b) not in KERNEL_TYPES:
+        return False
+    b_params = (zps[1], *(scales[1:] if scales else ()))
+    if not _per_tensor_or_absent(ctx, zps[0]) or not (
+            b_2d or all(_per_tensor_or_absent(ctx, k) for k in b_params)):
+        return False
+    return scales is None or (_is_per_tensor(ctx, scales[0]) and all(
+        ctx.dtype(k) == "float32" for k in scales))
+
+
+def _qnn_matmul_kernels(zps: tuple[Expr, Expr], scales: tuple[Expr, Expr]) -> MatmulKernels:
+    """qnn.dense and qnn.batch_matmul with the given zero points and scales (a's, b's)."""
+    return MatmulKernels(
+        lambda a, w, units: qnn.op.dense(a, w, *zps, *scales, units=units),
+        lambda a, b: qnn.op.batch_matmul(a, b, *zps, *scales, transpose_b=False))
+
+
+def integer_matmul(ctx: NodeContext, a: int, b: int, a_zp: int, b_zp: int,
+                   scales: tuple[int, int] | None = None) -> Expr:
+    """int32 (input a - input a_zp) @ (input b - input b_zp) (a zero point per row of a,
+    per column of b): qnn.dense for a 2-D b, qnn.batch_matmul (leading dims broadcast and
+    flattened as MatMul's) for batched ones, where they fit; the int32 matmul of the
+    shifted operands otherwise. `scales`: the inputs holding a's and b's scales (1.0 when
+    the node has none)."""
+    if not _qnn_matmul_fits(ctx, a, b, (a_zp, b_zp), scales):
+        return matmul_of(ctx, int32_operand(ctx, a, a_zp, -2),
+                         int32_operand(ctx, b, b_zp, -1), b_index=b)
+    zps = (int32_zero_point(ctx, a_zp), int32_zero_point(ctx, b_zp))
+    return matmul_of(ctx, ctx.input(a), ctx.input(b), b_index=b,
+                     kernels=_qnn_matmul_kernels(zps, _qnn_scales(ctx, scales)))
 
 
 @converter("MatMulInteger", since=10)
@@ -219,10 +278,23 @@ def matmul_integer(ctx: NodeContext) -> ConvertResult:
 @converter("ConvInteger", since=10)
 def conv_integer(ctx: NodeContext) -> ConvertResult:
     """int32 conv of (x - x_zero_point) by (w - w_zero_point): the padding is the zero
-    point (0 after the shift); w's zero point may be per output channel."""
-    x = int32_operand(ctx, 0, 2, 1)
-    w = int32_operand(ctx, 1, 3, 0)
-    return conv_of(ctx, x, w)
+    point (0 after the shift); w's zero point may be per output channel. A 2-D one is a
+    qnn.conv2d (scales 1.0: the node has none)."""
+    return integer_conv(ctx, 0, 1, 2, 3, None)
+
+
+def integer_conv(ctx: NodeContext, x: int, w: int, x_zp: int, w_zp: int,
+                 scales: tuple[int, int] | None) -> Expr:
+    """The int32 convolution of (input x - input x_zp) by (input w - input w_zp):
+    qnn.conv2d for a 2-D convolution of 8-bit operands, the conv of the shifted operands
+    otherwise."""
+    if ctx.rank(x) == 4 and ctx.dtype(x) in KERNEL_TYPES and ctx.dtype(w) in KERNEL_TYPES \
+            and _per_tensor_or_absent(ctx, x_zp):
+        return qnn.op.conv2d(ctx.input(x), ctx.input(w), int32_zero_point(ctx, x_zp),
+                             int32_zero_point(ctx, w_zp), *_qnn_scales(ctx, scales),
+                             **conv_window(ctx, w))
+    return conv_of(ctx, int32_operand(ctx, x, x_zp, 1), int32_operand(ctx, w, w_zp, 0),
+                   w_index=w)
 
 
 def requantize_float(acc: Expr, multiplier: Expr, zero_point: Expr, dtype: str) -> Expr:
@@ -302,13 +374,6 @@ def _per_channel(ctx: NodeContext, index: int) -> Expr:
     return scalar_param(ctx, index) if _is_per_tensor(ctx, index) else ctx.input(index)
 
 
-def _kernel_qparams(ctx: NodeContext, x: int, w: int) -> tuple[Expr, Expr, Expr, Expr]:
-    """qnn.conv2d / qnn.dense's input_zero_point, kernel_zero_point, input_scale,
-    kernel_scale from inputs x (scale x + 1, zero point x + 2) and w (likewise)."""
-    return (int32_zero_point(ctx, x + 2), int32_zero_point(ctx, w + 2),
-            scalar_param(ctx, x + 1), _per_channel(ctx, w + 1))
-
-
 def int32_zero_point(ctx: NodeContext, index: int) -> Expr:
     """Input `index` (a zero point: a scalar or one per channel) as the int32 the qnn ops
     take; 0 when it is absent."""
@@ -321,35 +386,13 @@ def int32_zero_point(ctx: NodeContext, index: int) -> Expr:
     return relay.cast(_per_channel(ctx, index), "int32")
 
 
-def _qnn_dense_fits(ctx: NodeContext) -> bool:
-    """QLinearMatMul as qnn.dense: a 2-D b and per-tensor a parameters."""
-    return (ctx.rank(3) == 2 and ctx.rank(0) >= 2 and _is_per_tensor(ctx, 1)
-            and (not ctx.has(2) or _is_per_tensor(ctx, 2)))
-
-
-def _qnn_dense(ctx: NodeContext) -> Expr:
-    """(a - a_zp) @ (b - b_zp) as qnn.dense over a flattened to 2-D (b transposed to the
-    [N, K] weight qnn.dense takes, folded at build time)."""
-    a_shape, (_, units) = ctx.static_shape(0), ctx.static_shape(3)
-    a = ctx.input(0)
-    if len(a_shape) != 2:
-        a = relay.reshape(a, newshape=[-1, a_shape[-1]])
-    weight = relay.transpose(ctx.input(3), axes=[1, 0])
-    acc = qnn.op.dense(a, weight, *_kernel_qparams(ctx, 0, 3), units=units)
-    return acc if len(a_shape) == 2 else relay.reshape(acc, newshape=[*a_shape[:-1], units])
-
-
 @converter("QLinearMatMul", since=10)
 def qlinear_matmul(ctx: NodeContext) -> ConvertResult:
     """Inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point;
-    a's scale and zero point may be per row, b's per column. A 2-D b makes a qnn.dense;
-    batched operands the int32 matmul of the shifted operands."""
+    a's scale and zero point may be per row, b's per column. A 2-D b makes a qnn.dense,
+    batched operands (attention's) a qnn.batch_matmul, then a qnn.requantize."""
     a_rank, b_rank = ctx.rank(0), ctx.rank(3)
-    if _qnn_dense_fits(ctx):
-        acc = _qnn_dense(ctx)
-    else:
-        acc = matmul_of(ctx, int32_operand(ctx, 0, 2, -2), int32_operand(ctx, 3, 5, -1),
-                        b_index=3)
+    acc = integer_matmul(ctx, 0, 3, 2, 5, scales=(1, 4))
     out_dtype = _out_dtype(ctx, 7)
     if _is_per_tensor(ctx, 1):  # one scale per output column at most: a qnn.requantize
         out = _requantize_product(ctx, acc, [1, 4], 6, int32_zero_point(ctx, 7), out_dtype,
@@ -362,22 +405,13 @@ def qlinear_matmul(ctx: NodeContext) -> ConvertResult:
     return requantize_float(acc, multiplier, int32_zero_point(ctx, 7), out_dtype)
 
 
-def _qlinear_conv_acc(ctx: NodeContext) -> Expr:
-    """The int32 accumulator of QLinearConv: qnn.conv2d for a 2-D convolution of 8-bit
-    operands, the int32 conv of the shifted operands otherwise."""
-    if ctx.rank(0) == 4 and ctx.dtype(0) in KERNEL_TYPES and ctx.dtype(3) in KERNEL_TYPES:
-        return qnn.op.conv2d(ctx.input(0), ctx.input(3), *_kernel_qparams(ctx, 0, 3),
-                             **conv_window(ctx, 3))
-    return conv_of(ctx, int32_operand(ctx, 0, 2, 1), int32_operand(ctx, 3, 5, 0), w_index=3)
-
-
 @converter("QLinearConv", since=10)
 def qlinear_conv(ctx: NodeContext) -> ConvertResult:
     """Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point
     and an int32 bias B (added to the accumulator); w's scale and zero point may be per
     output channel."""
     rank = ctx.rank(0)
-    acc = _qlinear_conv_acc(ctx)
+    acc = integer_conv(ctx, 0, 3, 2, 5, scales=(1, 4))
     if ctx.has(8):
         acc = relay.add(acc, relay.reshape(relay.cast(ctx.input(8), "int32"),
                                            newshape=[-1] + [1] * (rank - 2)))
