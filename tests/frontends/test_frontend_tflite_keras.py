@@ -36,20 +36,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 from frontend_helpers import assert_fully_spanned
-from tflite_cases import TFLiteCase, assert_near, run_case
+from tflite_cases import (
+    KERAS_MODELS,
+    NO_REFERENCE,
+    TFLiteCase,
+    assert_near,
+    cached,
+    cached_feeds,
+    lsb_errors,
+    output_steps,
+    run_case,
+)
 
 from engine.relay.frontend import load
 from engine.relay.frontend.tflite.model import parse_tflite
 
-CACHE = Path(__file__).resolve().parents[2] / "bench" / "models" / "tflite"
-MODELS = ["mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "resnet50",
-          "transformer_block"]
+MODELS = KERAS_MODELS
 VARIANTS = ["float32", "float16", "dynamic"]
 INTEGER_VARIANTS = ["int8", "uint8io", "int16x8"]
 INT16_STEPS = {"efficientnet_b0_int16x8": 3.0}
-# what bench/make_tflite_models.py leaves out (UNRUNNABLE there): no reference outputs exist
-NO_REFERENCE = {"transformer_block_int16x8": "TFLite 2.21's converter emits an int16 "
-                "SQUARED_DIFFERENCE its own interpreter has no kernel for"}
 TOLERANCE = {"float32": (1e-3, 1e-5), "float16": (1e-3, 1e-5), "dynamic": (1e-3, 2e-2)}
 # dynamic-range models whose hybrid kernels see bit-identical float inputs: TFLite's numbers
 # to the last bits (MobileNetV3-Small's only difference is 3e-8 in its own float ops)
@@ -58,18 +63,15 @@ EXACT_HYBRID = {"mobilenet_v2_dynamic": (1e-5, 1e-6), "resnet50_dynamic": (1e-5,
 
 
 def _cached(stem: str) -> tuple[Path, dict[str, np.ndarray]]:
-    path = CACHE / f"{stem}.tflite"
-    if not path.exists():
-        pytest.skip(f"{path.name} is not generated: run `make tflite-models` (TensorFlow in "
-                    ".venv-tf; several minutes)")
-    with np.load(path.with_suffix(".npz")) as data:
-        return path, {k: data[k] for k in data.files}
+    try:
+        return cached(stem)
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
 
 
 def _run(stem: str) -> tuple[str, TFLiteCase, dict[str, np.ndarray]]:
     path, data = _cached(stem)
-    feeds = {k[3:]: v for k, v in data.items() if k.startswith("in:")}
-    return stem, run_case(path, feeds), data
+    return stem, run_case(path, cached_feeds(data)), data
 
 
 @pytest.fixture(scope="module", params=[f"{m}_{v}" for m in MODELS for v in VARIANTS])
@@ -85,15 +87,10 @@ def integer_case(request: pytest.FixtureRequest
     return _run(request.param)
 
 
-def _expected(case: TFLiteCase, data: dict[str, np.ndarray], prefix: str = "out:"
-              ) -> list[np.ndarray]:
-    return [data[prefix + o["name"]] for o in case.result.graph["outputs"]]
-
-
 def test_matches_tflite(case) -> None:
     stem, run, data = case
     rtol, scale_atol = EXACT_HYBRID.get(stem) or TOLERANCE[stem.rsplit("_", 1)[1]]
-    expected = _expected(run, data)
+    expected = run.expected(data)
     for outputs in (run.outputs, run.optimized, run.built):
         assert_near(outputs, expected, rtol, scale_atol)
 
@@ -112,37 +109,12 @@ def test_dynamic_range_models_keep_int8_weights() -> None:
     assert "float64" in text  # the asymmetric zero point is chosen in double, as TFLite does
 
 
-def output_steps(path: Path) -> list[float]:
-    """One quantization step of each model output: 1 for an integer output, the scale of
-    the DEQUANTIZE input for a float one."""
-    graph = parse_tflite(path.read_bytes())
-    producer = {o: op for op in graph.ops for o in op.outputs}
-    steps = []
-    for index in graph.outputs:
-        tensor = graph.tensors[index]
-        op = producer[index]
-        if tensor.dtype != "float32":
-            steps.append(1.0)
-            continue
-        assert op.op_type == "DEQUANTIZE", f"{tensor.name} is not dequantized"
-        quant = graph.tensors[op.inputs[0]].quant
-        assert quant is not None
-        steps.append(float(quant.scale.reshape(-1)[0]))
-    return steps
-
-
-def lsb_errors(outputs: list[np.ndarray], expected: list[np.ndarray], steps: list[float]
-               ) -> list[float]:
-    return [float(np.abs(got.astype("float64") - want.astype("float64")).max()) / step
-            for got, want, step in zip(outputs, expected, steps)]
-
-
 def test_full_integer_models_match_tflites_reference_kernels(integer_case) -> None:
     stem, run, data = integer_case
     if not any(k.startswith("ref:") for k in data):
         pytest.skip(f"{stem}.npz predates the reference kernels' outputs: run "
                     "`make tflite-models`")
-    expected = _expected(run, data, "ref:")
+    expected = run.expected(data, "ref:")
     steps = output_steps(run.path)
     allowed = INT16_STEPS.get(stem, 0.0) + 1e-3  # float outputs: the product's rounding
     for outputs in (run.outputs, run.optimized, run.built):
