@@ -54,3 +54,16 @@ def symbolic_model() -> bytes:
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model.SerializeToString()
+
+
+# Two conv + relu blocks in Relay text, layers named by span comments: FuseOps makes two
+# kernels of them (the diff-scope tests, in the page and of static/src/scope.js)
+TWO_CONVS_RELAY = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 3, 3), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]) /* conv1 */;
+  %1 = nn.relu(%0) /* relu1 */;
+  %2 = nn.max_pool2d(%1, pool_size=[2, 2]) /* pool1 */;
+  %3 = nn.conv2d(%2, %w, padding=[1, 1, 1, 1]) /* conv2 */;
+  nn.relu(%3) /* relu2 */
+}
+"""

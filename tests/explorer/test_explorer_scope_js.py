@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_models import TWO_CONVS_RELAY
 
 from engine import relay, transform
 from explorer.compiler import print_snapshot
@@ -27,15 +28,7 @@ import(process.argv[1]).then(({ functionsOf, scopeText }) => {
   })));
 });
 """
-MODEL = """#[version = "0.0.5"]
-def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 3, 3), float32]) {
-  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]) /* conv1 */;
-  %1 = nn.relu(%0) /* relu1 */;
-  %2 = nn.max_pool2d(%1, pool_size=[2, 2]) /* pool1 */;
-  %3 = nn.conv2d(%2, %w, padding=[1, 1, 1, 1]) /* conv2 */;
-  nn.relu(%3) /* relu2 */
-}
-"""
+MODEL = TWO_CONVS_RELAY
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 

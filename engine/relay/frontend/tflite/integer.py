@@ -38,7 +38,14 @@ from engine.relay.frontend.tflite.fixed_point import (
     quantize_multiplier,
 )
 from engine.relay.frontend.tflite.model import TensorRecord
-from engine.relay.frontend.tflite.nn import batched, dilation_of, strides_of, window_padding
+from engine.relay.frontend.tflite.nn import (
+    batched,
+    dilation_of,
+    fc_keep_dims,
+    fc_operands,
+    strides_of,
+    window_padding,
+)
 from engine.relay.frontend.tflite.quantize import round_half_away
 from engine.relay.qnn import op as qnn
 
@@ -180,19 +187,13 @@ def depthwise_conv2d(ctx: OpContext) -> Expr:
 
 @integer_converter("FULLY_CONNECTED")
 def fully_connected(ctx: OpContext) -> Expr:
-    units, in_dim = ctx.tensor(1).shape
-    in_shape = ctx.shape(0)
-    x = ctx.input(0)
-    if len(in_shape) != 2 or in_shape[1] != in_dim:
-        x = relay.reshape(x, newshape=[-1, in_dim])
+    units, _, x = fc_operands(ctx)
     xq = qparams(ctx, ctx.tensor(0))
     wq, w_zero, w_scale = _weight_params(ctx)
     acc = qnn.dense(x, ctx.input(1), const_i32(xq.zp), w_zero, const_f32(xq.s), w_scale, units=units,
                     out_dtype="int64" if _wide(xq.dtype) else "int32")
     out = _bias_and_rescale(ctx, acc, xq, wq, single_rounding=wq.scale.size > 1)
-    if ctx.option("KeepNumDims", False) and len(ctx.out_tensor().shape) != 2:
-        out = relay.reshape(out, newshape=[*in_shape[:-1], units])
-    return out
+    return fc_keep_dims(ctx, out, units)
 
 
 def _shifted(ctx: OpContext, index: int, dtype: str = "int32") -> tuple[Expr, QParams]:

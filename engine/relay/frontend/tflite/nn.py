@@ -112,13 +112,25 @@ def depthwise_conv2d(ctx: OpContext) -> Expr:
     return fused(ctx, _bias(ctx, conv(ctx.input(0))))
 
 
-@converter("FULLY_CONNECTED")
-def fully_connected(ctx: OpContext) -> Expr:
+def fc_operands(ctx: OpContext) -> tuple[int, int, Expr]:
+    """FULLY_CONNECTED's (units, input depth, input as rows of that depth)."""
     units, in_dim = ctx.tensor(1).shape
-    x = ctx.input(0)
-    in_shape = ctx.shape(0)
+    x, in_shape = ctx.input(0), ctx.shape(0)
     if len(in_shape) != 2 or in_shape[1] != in_dim:
         x = relay.reshape(x, newshape=[-1, in_dim])
+    return units, in_dim, x
+
+
+def fc_keep_dims(ctx: OpContext, out: Expr, units: int) -> Expr:
+    """The output reshaped to the input's leading dims when KeepNumDims asks for it."""
+    if ctx.option("KeepNumDims", False) and len(ctx.out_tensor().shape) != 2:
+        return relay.reshape(out, newshape=[*ctx.shape(0)[:-1], units])
+    return out
+
+
+@converter("FULLY_CONNECTED")
+def fully_connected(ctx: OpContext) -> Expr:
+    units, in_dim, x = fc_operands(ctx)
     if is_hybrid(ctx):  # one (scale, zero point) per input row
         weight = _kernel(ctx, None, [units, in_dim], "int32")
         asymmetric = bool(ctx.option("AsymmetricQuantizeInputs", False))
@@ -126,10 +138,7 @@ def fully_connected(ctx: OpContext) -> Expr:
                       x, [1], asymmetric, 0)
     else:
         out = _bias(ctx, relay.nn.dense(x, ctx.input(1), units=units))
-    out_shape = ctx.out_tensor().shape
-    if ctx.option("KeepNumDims", False) and len(out_shape) != 2:
-        out = relay.reshape(out, newshape=[*in_shape[:-1], units])
-    return fused(ctx, out)
+    return fused(ctx, fc_keep_dims(ctx, out, units))
 
 
 def _pool(ctx: OpContext, fn: Callable[..., Expr], **extra: Any) -> Expr:
