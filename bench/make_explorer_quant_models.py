@@ -33,6 +33,11 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent
+if str(ROOT.parent) not in sys.path:
+    sys.path.insert(0, str(ROOT.parent))
+
+from engine.relay.testing import torch_models  # noqa: E402
+
 OUT = ROOT / "models" / "explorer-quant"
 INPUT = "input"
 SHAPE = (1, 3, 12, 12)
@@ -47,8 +52,7 @@ def _float_onnx(path: Path) -> None:
         torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
         torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), torch.nn.ReLU(),
     ).eval()
-    torch.onnx.export(net, (torch.zeros(SHAPE),), str(path), input_names=[INPUT],
-                      output_names=["output"], opset_version=17, dynamo=False)
+    torch_models.torchscript_export(net, (torch.zeros(SHAPE),), path, 17, [INPUT], ["output"])
 
 
 class _Calibration:

@@ -128,11 +128,8 @@ def _export_torchvision(name: str, path: Path) -> None:
     torch_models.randomize_batch_norm_statistics(module)
     image = torch.randn(*torch_models.IMAGE)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(module, (image,), str(path), dynamo=False,
-                          opset_version=FLOAT_EXPORT.opset, input_names=["image"],
-                          output_names=["logits"])
+    torch_models.torchscript_export(module, (image,), path, FLOAT_EXPORT.opset, ["image"],
+                                    ["logits"])
 
 
 # --- inputs ----------------------------------------------------------------------------
