@@ -11,6 +11,7 @@ import fcntl
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -67,3 +68,28 @@ def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 3, 3), float32]) 
   nn.relu(%3) /* relu2 */
 }
 """
+
+
+def dynamic_batch_head(path: Path, input_name: str = "x") -> Any:
+    """A conv + linear head (seeded) written by torch.onnx's TorchScript exporter with a
+    dynamic batch (dim_param 'batch' on its input and its output 'y'): its Reshape target is
+    computed from the input's shape (Shape/Gather/Concat). Returns the torch module."""
+    import torch
+
+    from engine.relay.testing.torch_models import torchscript_export
+
+    class Head(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.relu(self.conv(x))
+            return self.fc(y.reshape(y.shape[0], -1))
+
+    torch.manual_seed(0)
+    model = Head().eval()
+    torchscript_export(model, (torch.randn(2, 3, 6, 6),), path, None, [input_name], ["y"],
+                       {input_name: {0: "batch"}, "y": {0: "batch"}})
+    return model

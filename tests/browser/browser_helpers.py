@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +141,20 @@ def mlp_with_names(path: Path, names: list[str]) -> Path:
 def editor_text(page: Any, side: str) -> str:
     """Text of the rendered lines of one diff side ("a" = before, "b" = after)."""
     return page.locator(f".cm-editor[data-side='{side}'] .cm-content").inner_text()
+
+
+@contextmanager
+def sized_page(browser: Any, server: str, width: int, height: int, timeout: float = 30_000
+               ) -> Iterator[tuple[Any, list[str]]]:
+    """A page of a fresh browser context at width x height on the test server, and the
+    list its uncaught script errors go to; the context is closed afterwards."""
+    context = browser.new_context(viewport={"width": width, "height": height}, base_url=server,
+                                  bypass_csp=True)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(timeout)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        yield page, errors
+    finally:
+        context.close()

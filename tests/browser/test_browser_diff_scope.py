@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from browser_helpers import editor_text, run_on_page, upload
+from browser_helpers import editor_text, run_on_page, sized_page, upload
 from shared_models import TWO_CONVS_RELAY
 
-MODEL = TWO_CONVS_RELAY
 KERNEL = "fused:nn.conv2d,nn.relu#1"
 
 
@@ -28,15 +27,9 @@ def _scope(page: Any) -> str:
 def test_scope_to_a_fused_kernel_survives_switching_passes(browser: Any, server: str,
                                                            tmp_path: Path, artifacts: Path) -> None:
     path = tmp_path / "two_convs.relay"
-    path.write_text(MODEL)
+    path.write_text(TWO_CONVS_RELAY)
     session = upload(server, path)["id"]
-    context = browser.new_context(viewport={"width": 1024, "height": 768}, base_url=server,
-                                  bypass_csp=True)
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
+    with sized_page(browser, server, 1024, 768) as (page, errors):
         page.goto(f"/s/{session}")
         run, events = run_on_page(page, server, quick=True)
         finished = [e["data"] for e in events if e["type"] == "pass_finished"]
@@ -87,5 +80,3 @@ def test_scope_to_a_fused_kernel_survives_switching_passes(browser: Any, server:
         page.wait_for_function("document.querySelector('[data-testid=diff-pane]').dataset.scope === ''")
         assert "def @main" in editor_text(page, "b")
         assert not errors, errors
-    finally:
-        context.close()

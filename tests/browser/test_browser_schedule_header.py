@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from browser_helpers import api_get, run_id_of, upload, wait_run_done
+from browser_helpers import api_get, run_id_of, sized_page, upload, wait_run_done
 
 OPS = 256
 
@@ -29,13 +29,7 @@ def _chain(path: Path) -> Path:
 def test_big_kernel_header_fits_and_tedd_zooms(browser: Any, server: str, tmp_path: Path,
                                                artifacts: Path) -> None:
     session = upload(server, _chain(tmp_path / "chain256.relay"))["id"]
-    context = browser.new_context(viewport={"width": 1024, "height": 768}, base_url=server,
-                                  bypass_csp=True)
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
+    with sized_page(browser, server, 1024, 768) as (page, errors):
         page.goto(f"/s/{session}")
         page.get_by_test_id("check-numerics").uncheck()
         page.get_by_test_id("run-button").click()
@@ -113,5 +107,3 @@ def test_big_kernel_header_fits_and_tedd_zooms(browser: Any, server: str, tmp_pa
         assert width[0] <= width[1], width
         page.screenshot(path=str(artifacts / "schedule-256-ops-1024.png"))
         assert not errors, errors
-    finally:
-        context.close()

@@ -28,7 +28,6 @@ import(process.argv[1]).then(({ functionsOf, scopeText }) => {
   })));
 });
 """
-MODEL = TWO_CONVS_RELAY
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 
@@ -40,7 +39,7 @@ def scopes(*texts: str) -> list[dict[str, Any]]:
 
 
 def test_functions_of_a_fused_module_and_their_text() -> None:
-    mod = transform.Sequential([relay.transform.InferType()])(relay.fromtext(MODEL))
+    mod = transform.Sequential([relay.transform.InferType()])(relay.fromtext(TWO_CONVS_RELAY))
     fused = transform.Sequential([relay.transform.FuseOps(2), relay.transform.InferType()])(mod)
     plain_text, _ = print_snapshot(mod)
     fused_text, _ = print_snapshot(fused)

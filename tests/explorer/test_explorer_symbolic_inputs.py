@@ -5,12 +5,11 @@ a new session that runs the whole pipeline and builds."""
 from __future__ import annotations
 
 import io
-import warnings
 from typing import Any
 
 import pytest
 from explorer_helpers import collect_until, start, subscribe, terminal
-from shared_models import symbolic_model
+from shared_models import dynamic_batch_head, symbolic_model
 
 from explorer.protocol import NAMESPACE, SYMBOLIC_INPUTS
 
@@ -107,24 +106,9 @@ def test_bad_pins_name_the_problem(client):
 def test_a_torch_onnx_export_with_a_dynamic_batch_pins_and_builds(client, sock, tmp_path):
     """The same flow on a file torch.onnx wrote (its dim_param is the dynamic_axes name; its
     Reshape target is computed from the input's shape)."""
-    torch = pytest.importorskip("torch")
-
-    class Head(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
-            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
-
-        def forward(self, x):  # type: ignore[no-untyped-def]
-            y = torch.relu(self.conv(x))
-            return self.fc(y.reshape(y.shape[0], -1))
-
-    torch.manual_seed(0)
+    pytest.importorskip("torch")
     path = tmp_path / "head.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(Head().eval(), (torch.randn(2, 3, 6, 6),), str(path), dynamo=False,
-                          input_names=["pixels"], dynamic_axes={"pixels": {0: "batch"}})
+    dynamic_batch_head(path, "pixels")
     resp = client.post("/api/sessions", data={"file": (io.BytesIO(path.read_bytes()), path.name)},
                        content_type="multipart/form-data")
     session = resp.get_json()["session"]

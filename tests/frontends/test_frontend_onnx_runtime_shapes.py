@@ -5,12 +5,10 @@ dims), the interpreter computes it for any batch, and pinning the batch makes it
 
 from __future__ import annotations
 
-import io
-import warnings
-
 import numpy as np
 import onnx
 import pytest
+from shared_models import dynamic_batch_head
 
 from engine.relay import interpreter
 from engine.relay.frontend import from_onnx
@@ -18,28 +16,11 @@ from engine.relay.frontend import from_onnx
 torch = pytest.importorskip("torch")
 
 
-class Head(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
-        self.fc = torch.nn.Linear(4 * 6 * 6, 5)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.relu(self.conv(x))
-        return self.fc(y.reshape(y.shape[0], -1))
-
-
 @pytest.fixture(scope="module")
-def exported() -> tuple[onnx.ModelProto, torch.nn.Module]:
-    torch.manual_seed(0)
-    model = Head().eval()
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, (torch.randn(2, 3, 6, 6),), buffer, dynamo=False,
-                          input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
-    proto = onnx.load_from_string(buffer.getvalue())
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[onnx.ModelProto, torch.nn.Module]:
+    path = tmp_path_factory.mktemp("head") / "head.onnx"
+    model = dynamic_batch_head(path)
+    proto = onnx.load(str(path))
     assert "Shape" in {n.op_type for n in proto.graph.node}  # the target is computed
     return proto, model
 
