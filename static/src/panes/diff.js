@@ -314,7 +314,9 @@ export class DiffPane extends Pane {
   /** The summary by frontend layer: each layer's created / removed / rewritten counts; a
    * click on a layer highlights its expressions. */
   showLayers(layers) {
-    const names = Object.keys(layers);
+    // most changed first (a JSON object's key order does not survive the server's sorted keys)
+    const total = (c) => (c.rewritten ?? 0) + (c.created ?? 0) + (c.removed ?? 0);
+    const names = Object.keys(layers).sort((a, b) => total(layers[b]) - total(layers[a]) || a.localeCompare(b));
     this.layerMenu.hidden = !names.length;
     this.layerMenu.querySelector("summary").textContent = `by layer (${names.length})`;
     const counts = (c) => [["rewritten", "~"], ["created", "+"], ["removed", "−"]]
