@@ -18,6 +18,8 @@ def test_rename_a_session(page: Any, server: str, onnx_model: Any) -> None:
     field = page.get_by_test_id("rename-input")
     field.fill("   ")
     field.press("Enter")
+    # the error span is always there, empty until the server's refusal arrives
+    page.wait_for_function("document.querySelector('[data-testid=rename-error]').textContent !== ''")
     assert "must not be empty" in page.get_by_test_id("rename-error").inner_text()
     field.fill("my little MLP")
     field.press("Enter")
