@@ -148,7 +148,7 @@ def _first_page(app: Any, args: argparse.Namespace) -> str:
         sessions = SessionService(store, data_dir / "models",
                                   data_limit=lambda: app.config.get("MAX_DATA_BYTES"))
         if args.model is not None:
-            session = sessions.create(args.model.name, args.model.read_bytes())
+            session = sessions.open_local(args.model)  # in place, not copied
         else:
             session = demo_session(sessions, data_dir)
         # a session with no run starts one on first open (the page's autorun)
@@ -279,8 +279,7 @@ def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         hub.add_sink(sink)
         sessions = SessionService(store, Path(tmp))
         manager = RunManager(store, hub, sessions)
-        session = sessions.create(args.model.name, args.model.read_bytes(),
-                                  parse_input_shapes(args.input_shapes))
+        session = sessions.open_local(args.model, parse_input_shapes(args.input_shapes))
         options = _options(args)
         manager.validate(options)
         run_id = manager.start_sync(session["id"], options)

@@ -68,14 +68,18 @@ class Compiled:
 
 
 # --- import ----------------------------------------------------------------------------------
-def load_model(path: Path, shapes: dict[str, list[int]] | None) -> Imported:
+def load_model(path: Path, shapes: dict[str, list[int]] | None,
+               trusted: bool = False) -> Imported:
     """Import a model file (ONNX, TFLite, PyTorch .pt2 or Relay text, told apart by the
     engine from its content). Failures are the engine's typed errors (CorruptModelError,
     ParseError, UnsupportedOperatorError, ...). The engine numbers the module's nodes
     deterministically (`numbered_from`): the same file imported in two fresh worker
-    processes (the upload's probe, the run's worker) has the same node ids."""
-    with numbered_from():  # an upload brings no other file: external data is refused
-        result = relay.frontend.load(str(path), shape=shapes, external_data=False)
+    processes (the upload's probe, the run's worker) has the same node ids. Big ONNX
+    weights stay in the file (memory-mapped constants); an upload brings no other file
+    (external data refused), a `trusted` one (a path the user named) reads its own
+    folder's external data."""
+    with numbered_from():
+        result = relay.frontend.load(str(path), shape=shapes, external_data=trusted)
     return Imported(result.mod, dict(result.params or {}), model_format(str(result.format)),
                     graph_json(result.graph), list(result.warnings or []))
 

@@ -33,8 +33,10 @@ def create_session() -> tuple[Response, int]:
     from explorer.sessions import parse_input_shapes
 
     shapes = parse_input_shapes(request.form.get("input_shapes"))
-    session = services().sessions.create(upload.filename or "", _read_and_close(upload),
-                                         shapes)
+    try:  # streamed into the store in chunks, never whole in memory
+        session = services().sessions.create(upload.filename or "", upload.stream, shapes)
+    finally:
+        upload.close()
     return jsonify({"session": session}), 201
 
 

@@ -33,6 +33,7 @@ from engine.ir.type import TensorType
 from engine.relay.analysis.dataflow import dataflow_post_order
 from engine.relay.backend.lower_te import lowered_funcs
 from engine.relay.strategy.base import out_types, static_shape
+from engine.runtime.ndarray import NDArray
 
 Entry = tuple[int, int, int]  # (node index, output index, version)
 
@@ -62,7 +63,7 @@ class GraphNode:
 class Graph:
     nodes: list[GraphNode]
     heads: list[Entry]
-    params: dict[str, np.ndarray]
+    params: dict[str, NDArray]
     input_names: list[str]
 
     def entry_types(self) -> list[TensorType]:
@@ -141,7 +142,7 @@ class GraphBuilder:
         self.kernels = set(lowered_funcs(mod))
         self.nodes: list[GraphNode] = []
         self.entries: dict[Expr, list[Entry]] = {}
-        self.params: dict[str, np.ndarray] = {}
+        self.params: dict[str, NDArray] = {}
         self._handlers: dict[type, Callable[[Any], list[Entry]]] = {
             Var: self._var, Constant: self._constant, Call: self._call, Tuple: self._tuple,
             TupleGetItem: self._getitem, Function: lambda f: [],
@@ -178,9 +179,8 @@ class GraphBuilder:
 
     def _constant(self, const: Constant) -> list[Entry]:
         name = f"p{len(self.params)}"
-        self.params[name] = np.asarray(const.data)
-        return self._null(name, TensorType(self.params[name].shape,
-                                           str(self.params[name].dtype)))
+        self.params[name] = const.data  # a lazy weight stays unread until executed
+        return self._null(name, TensorType(const.data.shape, const.data.dtype))
 
     def _tuple(self, tup: Tuple) -> list[Entry]:
         return [e for f in tup.fields for e in self.entries[f]]

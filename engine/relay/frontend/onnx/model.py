@@ -56,14 +56,17 @@ def read_source(source: ModelSource) -> tuple[onnx.ModelProto, Path | None,
     return decode_model(data), path.parent, refs
 
 
-def _external_tensors(graph: onnx.GraphProto) -> Iterable[TensorProto]:
-    yield from graph.initializer
+def _external_tensors(graph: onnx.GraphProto, main: bool = True
+                      ) -> Iterable[tuple[TensorProto, bool]]:
+    """Every tensor of the model, with whether it is an initializer of the main graph."""
+    for tensor in graph.initializer:
+        yield tensor, main
     for node in graph.node:
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR:
-                yield attr.t
+                yield attr.t, False
             for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                yield from _external_tensors(sub)
+                yield from _external_tensors(sub, False)
 
 
 def _external_info(tensor: TensorProto) -> dict[str, str]:
@@ -75,8 +78,7 @@ def load_external_data(model: onnx.ModelProto, base_dir: Path | None,
     """Resolve tensors stored in external files, refusing any path outside `base_dir`
     (None: the model may read no other file). With `refs`, a big initializer of the main
     graph is noted there (mapped by the importer, never read here); others are inlined."""
-    initializers = {id(t) for t in model.graph.initializer}
-    for tensor in _external_tensors(model.graph):
+    for tensor, initializer in _external_tensors(model.graph):
         if tensor.data_location != TensorProto.EXTERNAL:
             continue
         if refs is not None and tensor.name in refs and not tensor.external_data:
@@ -99,7 +101,7 @@ def load_external_data(model: onnx.ModelProto, base_dir: Path | None,
                                     f"{location!r} beside the model")
         check_elements(tensor.dims, f"initializer {tensor.name!r}")
         ref = _external_ref(target, tensor.name, info)
-        if refs is not None and id(tensor) in initializers and ref.length >= MAP_MIN_BYTES:
+        if refs is not None and initializer and ref.length >= MAP_MIN_BYTES:
             refs[tensor.name] = ref
             continue
         tensor.raw_data = read_ref(ref, tensor.name)
