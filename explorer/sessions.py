@@ -22,7 +22,7 @@ import unicodedata
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from pathlib import Path, PurePath
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from explorer import compiler
 from explorer.compiler import Imported
@@ -206,7 +206,7 @@ def _scrub(message: str, server_path: Path | None, filename: str) -> str:
 COPY_CHUNK = 1 << 22
 
 
-def _copy_hashing(data: bytes | BinaryIO, out: BinaryIO) -> tuple[str, int]:
+def _copy_hashing(data: bytes | IO[bytes], out: IO[bytes]) -> tuple[str, int]:
     """Write `data` to `out` in chunks: its SHA-256 and size."""
     digest = hashlib.sha256()
     if isinstance(data, bytes | bytearray | memoryview):
@@ -272,7 +272,7 @@ class SessionService:
         self._lock = threading.RLock()
         self._pending: Counter[str] = Counter()  # model files of uploads being inspected
 
-    def create(self, filename: str, data: bytes | BinaryIO,
+    def create(self, filename: str, data: bytes | IO[bytes],
                shapes: dict[str, list[int]] | None = None) -> Session:
         """A session for uploaded bytes or an uploaded stream (copied to the store in
         chunks, never whole in memory); `filename` is the client's name, used for display
@@ -342,7 +342,7 @@ class SessionService:
         """What the store records: a stored upload's name, or a local file's full path."""
         return str(path) if self.is_local(path) else path.name
 
-    def _keep_file(self, data: bytes | BinaryIO, suffix: str, display: str) -> Path:
+    def _keep_file(self, data: bytes | IO[bytes], suffix: str, display: str) -> Path:
         """The stored copy of `data` (written once per content, in chunks while hashing),
         marked in use; an empty one is refused."""
         fd, tmp = tempfile.mkstemp(dir=self.models_dir, prefix=".upload-")
