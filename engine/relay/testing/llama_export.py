@@ -54,6 +54,7 @@ def export_graph(config: Any, seq: int, dtype: str) -> Any:
         program = torch.onnx.export(model, (ids,), dynamo=True, optimize=False,
                                     input_names=["input_ids"], output_names=["logits"],
                                     verbose=False)
+    assert program is not None  # dynamo=True always returns its program
     return program.model
 
 
