@@ -61,7 +61,7 @@ class LazySource:
         if self._cached is not None:
             return self._cached
         self.reads += 1
-        array = np.asarray(self.loader())
+        array = np.asanyarray(self.loader())  # a memmap stays one (no copy)
         if tuple(array.shape) != self.shape or str(array.dtype) != self.dtype:
             raise ValueError(f"lazy constant {self.key!r} produced {array.shape}/{array.dtype}, "
                              f"declared {self.shape}/{self.dtype}")
