@@ -35,6 +35,7 @@ from explorer.protocol import (
     bad_request,
 )
 from explorer.store import Store
+from explorer.uploads import UPLOAD_PREFIX, HashedUpload
 
 MAX_INPUT_ELEMENTS = 2**31
 MAX_NAME_LENGTH = 255
@@ -206,7 +207,7 @@ def _scrub(message: str, server_path: Path | None, filename: str) -> str:
 COPY_CHUNK = 1 << 22
 
 
-def _copy_hashing(data: bytes | IO[bytes], out: IO[bytes]) -> tuple[str, int]:
+def _copy_hashing(data: bytes | IO[bytes] | HashedUpload, out: IO[bytes]) -> tuple[str, int]:
     """Write `data` to `out` in chunks: its SHA-256 and size."""
     digest = hashlib.sha256()
     if isinstance(data, bytes | bytearray | memoryview):
@@ -272,7 +273,7 @@ class SessionService:
         self._lock = threading.RLock()
         self._pending: Counter[str] = Counter()  # model files of uploads being inspected
 
-    def create(self, filename: str, data: bytes | IO[bytes],
+    def create(self, filename: str, data: bytes | IO[bytes] | HashedUpload,
                shapes: dict[str, list[int]] | None = None) -> Session:
         """A session for uploaded bytes or an uploaded stream (copied to the store in
         chunks, never whole in memory); `filename` is the client's name, used for display
@@ -342,10 +343,14 @@ class SessionService:
         """What the store records: a stored upload's name, or a local file's full path."""
         return str(path) if self.is_local(path) else path.name
 
-    def _keep_file(self, data: bytes | IO[bytes], suffix: str, display: str) -> Path:
-        """The stored copy of `data` (written once per content, in chunks while hashing),
-        marked in use; an empty one is refused."""
-        fd, tmp = tempfile.mkstemp(dir=self.models_dir, prefix=".upload-")
+    def _keep_file(self, data: bytes | IO[bytes] | HashedUpload, suffix: str,
+                   display: str) -> Path:
+        """The stored copy of `data` (written once per content, in chunks while hashing;
+        an upload already written into the store is renamed), marked in use; an empty
+        one is refused."""
+        if isinstance(data, HashedUpload) and data.path.parent == self.models_dir:
+            return self._keep_upload(data, suffix, display)
+        fd, tmp = tempfile.mkstemp(dir=self.models_dir, prefix=UPLOAD_PREFIX)
         try:
             with os.fdopen(fd, "wb") as handle:
                 digest, size = _copy_hashing(data, handle)
@@ -361,6 +366,15 @@ class SessionService:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        return path
+
+    def _keep_upload(self, upload: HashedUpload, suffix: str, display: str) -> Path:
+        if not upload.size:
+            raise bad_request("empty_file", f"{display}: the file is empty")
+        path = self.models_dir / f"{upload.sha256.hexdigest()}{suffix}"
+        with self._lock:
+            self._pending[path.name] += 1
+            upload.keep(path)
         return path
 
     def _release_file(self, name: str, check: bool = True) -> None:
