@@ -42,6 +42,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("browser"),
     Benchmark("interpreter", quick=("--repeat", "1", "--models", "mlp")),
     Benchmark("explorer", quick=("mlp",)),
+    Benchmark("upload", quick=("--models", "mlp", "--repeat", "1", "--no-write")),
+    Benchmark("llm", quick=("--small", "--no-write")),
     Benchmark("passes"),
     Benchmark("pipeline", quick=("--models", "mobilenetv2", "--repeat", "1", "--no-write")),
     Benchmark("build", quick=("--models", "mobilenetv2", "--no-write")),
