@@ -29,6 +29,7 @@ from engine.ir.expr import (
     Var,
 )
 from engine.ir.module import IRModule
+from engine.ir.span import UNKNOWN_SPAN, SpanLike
 from engine.ir.type import TensorType
 from engine.relay.analysis.dataflow import dataflow_post_order
 from engine.relay.backend.lower_te import lowered_funcs
@@ -49,6 +50,7 @@ class GraphNode:
     attrs: dict[str, str] = field(default_factory=dict)
     types: list[TensorType] = field(default_factory=list)
     func: Function | None = None
+    span: SpanLike = UNKNOWN_SPAN  # a tvm_op's call site: the layers of this call
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"op": self.op, "name": self.name,
@@ -198,7 +200,7 @@ class GraphBuilder:
         name = gv.name_hint
         node = GraphNode("tvm_op", name, inputs, {
             "func_name": name, "flatten_data": "0", "num_inputs": str(len(inputs)),
-            "num_outputs": str(len(types))}, types, self.mod[gv])
+            "num_outputs": str(len(types))}, types, self.mod[gv], call.span)
         self.nodes.append(node)
         index = len(self.nodes) - 1
         return [(index, k, 0) for k in range(len(types))]

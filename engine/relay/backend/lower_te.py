@@ -8,7 +8,9 @@ shows what each kernel computes. The lowered kernels ride on the module as
 its `lowered_funcs` attribute (name -> LoweredFunc), which graph codegen reads:
 what the timeline shows after LowerTE is exactly what the build emits.
 
-A function object called more than once is lowered once (one kernel).
+Structurally equal functions (names and spans aside, same parameter types) share one
+kernel, lowered once (TECompiler's cache): every call of them calls the same global,
+and the kernel's `calls` keeps the span of each call site, so provenance survives.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from engine.ir.op import Op
 from engine.ir.traversal import post_order_visit
 from engine.ir.type import AnyDim, TensorType, TupleType, Type
 from engine.ir.vars import free_vars
-from engine.relay.backend.te_compiler import LoweredFunc, LowerError, lower_primitive
+from engine.relay.backend.te_compiler import LoweredFunc, LowerError, TECompiler
 from engine.relay.expr_functor import ExprMutator
 from engine.relay.transform.fuse_ops import fused_function_name
 from engine.relay.type_infer import infer_type
@@ -117,35 +119,36 @@ def check_static(main: Function) -> None:
 
 
 class _Lowerer(ExprMutator):
-    """Replaces each call of a Primitive function by a call of its global kernel."""
+    """Replaces each call of a Primitive function by a call of its global kernel; equal
+    functions share one kernel (TECompiler), each call recorded as one of its calls."""
 
     def __init__(self, target: str, taken: set[str]) -> None:
         super().__init__()
-        self.target = target
+        self.compiler = TECompiler(target)
         self.taken = taken
         self.kernels: dict[str, LoweredFunc] = {}
         self.globals: dict[GlobalVar, Function] = {}
-        self._by_func: dict[int, GlobalVar] = {}
+        self._by_name: dict[str, GlobalVar] = {}
 
     def visit_call(self, call: Call) -> Expr:
         func = call.op
         if not (isinstance(func, Function) and func.is_primitive()):
             return super().visit_call(call)
         args = tuple(self.visit(arg) for arg in call.args)
-        return replace(call, op=self._kernel(func), args=args)
+        return replace(call, op=self._kernel(func, call), args=args)
 
     def visit_function(self, func: Function) -> Expr:
         return func if func.is_primitive() else super().visit_function(func)
 
-    def _kernel(self, func: Function) -> GlobalVar:
-        known = self._by_func.get(id(func))
-        if known is not None:
-            return known
-        name = self._unique(fused_function_name(func))
-        self.kernels[name] = lower_primitive(func, self.target, name)
-        gv = GlobalVar(name, span=func.span)
-        self.globals[gv] = func.with_attr("global_symbol", name)
-        self._by_func[id(func)] = gv
+    def _kernel(self, func: Function, call: Call) -> GlobalVar:
+        lowered, new = self.compiler.lower(func, lambda: self._unique(fused_function_name(func)))
+        lowered.calls.append(call.span)
+        if not new:
+            return self._by_name[lowered.name]
+        self.kernels[lowered.name] = lowered
+        gv = GlobalVar(lowered.name, span=func.span)
+        self.globals[gv] = func.with_attr("global_symbol", lowered.name)
+        self._by_name[lowered.name] = gv
         return gv
 
     def _unique(self, base: str) -> str:
