@@ -69,6 +69,8 @@ from explorer.protocol.http import (
     ExportedEvent,
     ExportedGraph,
     ExportedSnapshot,
+    KernelCall,
+    KernelNode,
     LayerLookup,
     LayerNode,
     OkAck,
@@ -171,7 +173,7 @@ __all__ = [
     # http and socket acks
     "Ack", "Backtrace", "BacktraceStep", "Diff", "DiffHunk", "DiffNodes", "DiffSummary", "EventsPage",
     "ExportedEvent", "ExportedGraph", "ExportedSnapshot", "LayerLookup", "LayerNode", "OkAck", "PassList",
-    "RunArtifacts", "RunDetail", "RunExport", "RunImported", "RunRequest", "ScheduleDetail", "ScheduleList",
+    "RunArtifacts", "RunDetail", "RunExport", "RunImported", "RunRequest", "KernelCall", "KernelNode", "ScheduleDetail", "ScheduleList",
     "ScheduleNode", "ScheduleRecord", "ScheduleStep", "SessionCreated", "SessionDetail", "SessionList", "SessionRenamed",
     "Snapshot", "SnapshotDetail", "SnapshotSourceMap", "SnapshotSourceMapDetail",
     "SnapshotText", "SnapshotTextDetail", "StartRunAck", "StartRunRequest", "SubscribeAck",

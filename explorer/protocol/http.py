@@ -196,12 +196,29 @@ class Timing(TypedDict):
 
 # --- schedules --------------------------------------------------------------------------------
 class ScheduleNode(TypedDict):
+    """A kernel: `index` is the graph node of its first call, `spans` the layers of all its
+    calls (identical fused functions share one kernel)."""
+
     index: int
     name: str
     func_name: str
     spans: list[str]
     ops: list[str]
     num_steps: int
+    num_calls: int
+
+
+class KernelCall(TypedDict):
+    """One call site of a kernel: its graph node and the layers of that call."""
+
+    index: int
+    spans: list[str]
+
+
+class KernelNode(ScheduleNode):
+    """A kernel with every call site."""
+
+    calls: list[KernelCall]
 
 
 class TeddDiagrams(TypedDict):
@@ -227,9 +244,10 @@ class ScheduleList(TypedDict):
 
 
 class ScheduleDetail(TypedDict):
-    """GET /api/runs/<rid>/schedules/<index>."""
+    """GET /api/runs/<rid>/schedules/<index> (index: any graph node calling the kernel); the
+    steps are made when first asked for, then kept."""
 
-    node: ScheduleNode
+    node: KernelNode
     steps: list[ScheduleStep]
 
 
@@ -284,10 +302,22 @@ class ExportedSnapshot(TypedDict):
     source_map: list[SourceMapEntry]
 
 
-class ScheduleRecord(ScheduleNode):
-    """One kernel as a run stores it (the `schedules` artifact): the node and its steps."""
+class ScheduleRecord(TypedDict):
+    """One kernel as a run stores it (the `schedules` artifact): a ScheduleNode, its calls
+    and its source (Relay text of its primitive function) to make the steps from. Runs
+    stored before kernels were shared and steps made on demand have one record per graph
+    node with its `steps` instead."""
 
-    steps: list[ScheduleStep]
+    index: int
+    name: str
+    func_name: str
+    spans: list[str]
+    ops: list[str]
+    num_steps: int
+    num_calls: NotRequired[int]
+    calls: NotRequired[list[KernelCall]]
+    source: NotRequired[str]
+    steps: NotRequired[list[ScheduleStep]]
 
 
 class RunArtifacts(TypedDict, total=False):

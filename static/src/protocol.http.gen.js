@@ -189,6 +189,8 @@ export {};
  */
 
 /**
+ * A kernel: `index` is the graph node of its first call, `spans` the layers of all its
+ * calls (identical fused functions share one kernel).
  * @typedef {Object} ScheduleNode
  * @property {number} index
  * @property {string} name
@@ -196,6 +198,27 @@ export {};
  * @property {Array<string>} spans
  * @property {Array<string>} ops
  * @property {number} num_steps
+ * @property {number} num_calls
+ */
+
+/**
+ * One call site of a kernel: its graph node and the layers of that call.
+ * @typedef {Object} KernelCall
+ * @property {number} index
+ * @property {Array<string>} spans
+ */
+
+/**
+ * A kernel with every call site.
+ * @typedef {Object} KernelNode
+ * @property {number} index
+ * @property {string} name
+ * @property {string} func_name
+ * @property {Array<string>} spans
+ * @property {Array<string>} ops
+ * @property {number} num_steps
+ * @property {number} num_calls
+ * @property {Array<KernelCall>} calls
  */
 
 /**
@@ -222,9 +245,10 @@ export {};
  */
 
 /**
- * GET /api/runs/<rid>/schedules/<index>.
+ * GET /api/runs/<rid>/schedules/<index> (index: any graph node calling the kernel); the
+ * steps are made when first asked for, then kept.
  * @typedef {Object} ScheduleDetail
- * @property {ScheduleNode} node
+ * @property {KernelNode} node
  * @property {Array<ScheduleStep>} steps
  */
 
@@ -286,7 +310,10 @@ export {};
  */
 
 /**
- * One kernel as a run stores it (the `schedules` artifact): the node and its steps.
+ * One kernel as a run stores it (the `schedules` artifact): a ScheduleNode, its calls
+ * and its source (Relay text of its primitive function) to make the steps from. Runs
+ * stored before kernels were shared and steps made on demand have one record per graph
+ * node with its `steps` instead.
  * @typedef {Object} ScheduleRecord
  * @property {number} index
  * @property {string} name
@@ -294,7 +321,10 @@ export {};
  * @property {Array<string>} spans
  * @property {Array<string>} ops
  * @property {number} num_steps
- * @property {Array<ScheduleStep>} steps
+ * @property {number} [num_calls]
+ * @property {Array<KernelCall>} [calls]
+ * @property {string} [source]
+ * @property {Array<ScheduleStep>} [steps]
  */
 
 /**

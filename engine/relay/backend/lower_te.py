@@ -15,6 +15,7 @@ and the kernel's `calls` keeps the span of each call site, so provenance survive
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +30,9 @@ from engine.relay.expr_functor import ExprMutator
 from engine.relay.transform.fuse_ops import fused_function_name
 from engine.relay.type_infer import infer_type
 from engine.transform import Pass, PassContext, module_pass
+
+Progress = Callable[[int, str], None]
+"""Told after each fused call is lowered: calls done so far, the kernel's name."""
 
 LOWERED_FUNCS = "lowered_funcs"
 """The module attribute holding the kernels of a lowered module (name -> LoweredFunc)."""
@@ -106,9 +110,9 @@ def check_data_dependent(func: Function) -> None:
                          "bind the inputs to constants (params) so FoldConstant computes it")
 
 
-def check_static(main: Function) -> None:
+def check_static(main: Function) -> int:
     """Refuse, before any kernel is lowered, the first fused call (in dataflow order) whose
-    shapes are only known at run time, naming the op and why."""
+    shapes are only known at run time, naming the op and why; the number of fused calls."""
     calls: list[Call] = []
     post_order_visit(main.body, lambda e: calls.append(e) if isinstance(e, Call) and isinstance(
         e.op, Function) and e.op.is_primitive() else None)
@@ -116,15 +120,18 @@ def check_static(main: Function) -> None:
         assert isinstance(call.op, Function)
         check_no_dyn(call, call.op)
         check_data_dependent(call.op)
+    return len(calls)
 
 
 class _Lowerer(ExprMutator):
     """Replaces each call of a Primitive function by a call of its global kernel; equal
     functions share one kernel (TECompiler), each call recorded as one of its calls."""
 
-    def __init__(self, target: str, taken: set[str]) -> None:
+    def __init__(self, target: str, taken: set[str], progress: Progress) -> None:
         super().__init__()
         self.compiler = TECompiler(target)
+        self.progress = progress
+        self.done = 0
         self.taken = taken
         self.kernels: dict[str, LoweredFunc] = {}
         self.globals: dict[GlobalVar, Function] = {}
@@ -143,6 +150,8 @@ class _Lowerer(ExprMutator):
     def _kernel(self, func: Function, call: Call) -> GlobalVar:
         lowered, new = self.compiler.lower(func, lambda: self._unique(fused_function_name(func)))
         lowered.calls.append(call.span)
+        self.done += 1
+        self.progress(self.done, lowered.name)
         if not new:
             return self._by_name[lowered.name]
         self.kernels[lowered.name] = lowered
@@ -160,11 +169,19 @@ class _Lowerer(ExprMutator):
         return name
 
 
-def lower_te(mod: IRModule, target: str) -> IRModule:
-    """@main with every fused call lowered (see module docstring); typed."""
+def lower_te(mod: IRModule, target: str, ctx: PassContext | None = None) -> IRModule:
+    """@main with every fused call lowered (see module docstring); typed. Under a running
+    pass of `ctx`, its instruments hear of each call lowered (`run_progress`: calls done
+    of all, the kernel), and may stop the lowering there by raising."""
     check_static_inputs(mod)
-    check_static(mod["main"])
-    lowerer = _Lowerer(target, {gv.name_hint for gv in mod.get_global_vars()})
+    total = check_static(mod["main"])
+    context = ctx or PassContext.current()
+
+    def progress(done: int, kernel: str) -> None:
+        context.report_progress(done, total, kernel)
+
+    progress(0, "")
+    lowerer = _Lowerer(target, {gv.name_hint for gv in mod.get_global_vars()}, progress)
     main = lowerer.visit(mod["main"])
     if not lowerer.kernels:
         return mod.with_attr(LOWERED_FUNCS, {}) if LOWERED_FUNCS not in mod.attrs else mod
@@ -183,7 +200,7 @@ def LowerTE(target: Any = "llvm") -> Pass:
     kind = str(target)
 
     def transform(mod: IRModule, ctx: PassContext) -> IRModule:
-        return lower_te(mod, kind)
+        return lower_te(mod, kind, ctx)
 
     return module_pass(transform, opt_level=0, name="LowerTE")
 
