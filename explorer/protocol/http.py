@@ -195,7 +195,7 @@ class Timing(TypedDict):
 
 
 # --- schedules --------------------------------------------------------------------------------
-class ScheduleNode(TypedDict):
+class KernelFields(TypedDict):
     """A kernel: `index` is the graph node of its first call, `spans` the layers of all its
     calls (identical fused functions share one kernel)."""
 
@@ -205,6 +205,11 @@ class ScheduleNode(TypedDict):
     spans: list[str]
     ops: list[str]
     num_steps: int
+
+
+class ScheduleNode(KernelFields):
+    """A kernel as the kernel list shows it."""
+
     num_calls: int
 
 
@@ -302,18 +307,12 @@ class ExportedSnapshot(TypedDict):
     source_map: list[SourceMapEntry]
 
 
-class ScheduleRecord(TypedDict):
+class ScheduleRecord(KernelFields):
     """One kernel as a run stores it (the `schedules` artifact): a ScheduleNode, its calls
     and its source (Relay text of its primitive function) to make the steps from. Runs
     stored before kernels were shared and steps made on demand have one record per graph
     node with its `steps` instead."""
 
-    index: int
-    name: str
-    func_name: str
-    spans: list[str]
-    ops: list[str]
-    num_steps: int
     num_calls: NotRequired[int]
     calls: NotRequired[list[KernelCall]]
     source: NotRequired[str]

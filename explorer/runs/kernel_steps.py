@@ -9,15 +9,13 @@ every later GET reads that artifact. Two requests for the same kernel wait for o
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing.connection
 import signal
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from explorer.protocol import ApiError, ScheduleDetail, ScheduleRecord, ScheduleStep
-from explorer.runs.children import die_with_parent, exit_description, mp_context
+from explorer.runs.children import call_child, die_with_parent
 from explorer.runs.schedules import find_kernel, node_json, steps_json
 from explorer.store import Store
 
@@ -81,34 +79,16 @@ class KernelSteps:
 
 def make_steps(job: StepsJob, timeout: float) -> None:
     """Make and store one kernel's steps in a child; an ApiError naming why it could not."""
-    ctx = mp_context()
-    conn, child = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_steps_main, args=(job, child), daemon=True,
-                          name=f"explorer-steps-{job.func_name}")
-    process.start()
-    child.close()
-    try:
-        reply = _receive(conn, process, timeout, job.func_name)
-    finally:
-        conn.close()
-        if process.is_alive():
-            process.kill()
-        process.join(5)
-    if reply is not None:
-        raise reply
-
-
-def _receive(conn: Any, process: Any, timeout: float, name: str) -> ApiError | None:
-    if not multiprocessing.connection.wait([conn, process.sentinel], timeout):
-        return ApiError(504, "schedule_timeout",
-                        f"the schedule steps of {name} took longer than {timeout:.0f} s")
-    with contextlib.suppress(EOFError, OSError):
-        if conn.poll():
-            message = conn.recv()
-            return None if message is None else ApiError(422, "schedule_failed", message)
-    process.join(5)
-    return ApiError(500, "schedule_crashed", f"the process making the schedule steps of "
-                    f"{name} stopped ({exit_description(process.exitcode)})")
+    name = job.func_name
+    end = call_child(_steps_main, job, f"explorer-steps-{name}", timeout)
+    if end.timed_out:
+        raise ApiError(504, "schedule_timeout",
+                       f"the schedule steps of {name} took longer than {timeout:.0f} s")
+    if not end.replied:
+        raise ApiError(500, "schedule_crashed", f"the process making the schedule steps of "
+                       f"{name} stopped ({end.exit})")
+    if end.reply is not None:
+        raise ApiError(422, "schedule_failed", str(end.reply))
 
 
 def _steps_main(job: StepsJob, conn: Any) -> None:

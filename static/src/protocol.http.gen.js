@@ -191,6 +191,17 @@ export {};
 /**
  * A kernel: `index` is the graph node of its first call, `spans` the layers of all its
  * calls (identical fused functions share one kernel).
+ * @typedef {Object} KernelFields
+ * @property {number} index
+ * @property {string} name
+ * @property {string} func_name
+ * @property {Array<string>} spans
+ * @property {Array<string>} ops
+ * @property {number} num_steps
+ */
+
+/**
+ * A kernel as the kernel list shows it.
  * @typedef {Object} ScheduleNode
  * @property {number} index
  * @property {string} name
