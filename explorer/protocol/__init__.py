@@ -29,6 +29,7 @@ from explorer.protocol.errors import (
 from explorer.protocol.events import (
     EVENT_PAYLOADS,
     BuildFinished,
+    BuildProgress,
     BuildStarted,
     EventData,
     PassFailed,
@@ -43,6 +44,7 @@ from explorer.protocol.events import (
     RunQueued,
     RunStarted,
     build_finished,
+    build_progress,
     build_started,
     data_as,
     numerics,
@@ -106,6 +108,7 @@ from explorer.protocol.http import (
 from explorer.protocol.names import (
     BACKTRACE_ACTIONS,
     BUILD_FINISHED,
+    BUILD_PROGRESS,
     BUILD_STARTED,
     CANCEL_RUN,
     CLIENT_EVENTS,
@@ -152,7 +155,7 @@ from explorer.protocol.shapes import (
 __all__ = [
     "CROSS_ORIGIN", "FOREIGN_HOST", "MAX_SAFE_INT", "RUN_ACTIVE", "SYMBOLIC_INPUTS", "TOKEN_REQUIRED",
     # names
-    "BACKTRACE_ACTIONS", "BUILD_FINISHED", "BUILD_STARTED", "CANCEL_RUN", "CLIENT_EVENTS",
+    "BACKTRACE_ACTIONS", "BUILD_FINISHED", "BUILD_PROGRESS", "BUILD_STARTED", "CANCEL_RUN", "CLIENT_EVENTS",
     "MODEL_FORMATS", "model_format",
     "NAMESPACE", "PASS_FAILED", "PASS_FINISHED", "PASS_STARTED", "RUN_CANCELLED", "RUN_EVENT",
     "RUN_FAILED", "RUN_FAILED_CODES", "RUN_FINISHED", "RUN_QUEUED", "RUN_STARTED",
@@ -164,9 +167,9 @@ __all__ = [
     "RunOptions", "RunOptionsJSON", "FrontendGraph", "Layer", "Numerics", "QParam", "RunEvent",
     "RunSummary", "Session", "SourceMapEntry", "TensorInfo", "empty_summary",
     # run events
-    "EVENT_PAYLOADS", "BuildFinished", "BuildStarted", "EventData", "PassFailed",
+    "EVENT_PAYLOADS", "BuildFinished", "BuildProgress", "BuildStarted", "EventData", "PassFailed",
     "PassFinished", "PassStarted", "PassStats", "PlannedPass", "Publish", "RunCancelled",
-    "RunFailed", "RunFinished", "RunQueued", "RunStarted", "build_finished", "build_started",
+    "RunFailed", "RunFinished", "RunQueued", "RunStarted", "build_finished", "build_progress", "build_started",
     "data_as", "numerics", "pass_failed", "pass_finished", "pass_started", "pass_stats",
     "planned_pass", "run_cancelled", "run_failed", "run_finished", "run_queued",
     "run_started",

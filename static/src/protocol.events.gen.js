@@ -190,8 +190,19 @@ export {};
  */
 
 /**
- * relay.build began (no fields).
+ * relay.build began lowering (no fields): LowerTE started.
  * @typedef {Object} BuildStarted
+ */
+
+/**
+ * LowerTE lowered `done` of the `total` fused calls, into `kernels` distinct kernels so
+ * far (calls of identical functions share one); `kernel` is the last one. Sent at most a
+ * few times a second, always for the first and the last call.
+ * @typedef {Object} BuildProgress
+ * @property {number} done
+ * @property {number} total
+ * @property {number} kernels
+ * @property {string} kernel
  */
 
 /**
@@ -228,6 +239,7 @@ export {};
  * @property {PassFinished} pass_finished
  * @property {PassFailed} pass_failed
  * @property {BuildStarted} build_started
+ * @property {BuildProgress} build_progress
  * @property {BuildFinished} build_finished
  * @property {RunFinished} run_finished
  * @property {RunFailed} run_failed
@@ -242,6 +254,6 @@ export {};
 
 /** @typedef {("replace"|"delete"|"insert")} DiffTag */
 
-/** @typedef {(RunQueued|RunStarted|PassStarted|PassFinished|PassFailed|BuildStarted|BuildFinished|RunFinished|RunFailed|RunCancelled)} EventData */
+/** @typedef {(RunQueued|RunStarted|PassStarted|PassFinished|PassFailed|BuildStarted|BuildProgress|BuildFinished|RunFinished|RunFailed|RunCancelled)} EventData */
 
 /** @typedef {(StartRunAck|SubscribeAck|OkAck|ErrorResponse)} Ack */

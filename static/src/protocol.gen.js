@@ -25,6 +25,7 @@ export const EV = Object.freeze({
   PASS_FINISHED: "pass_finished",
   PASS_FAILED: "pass_failed",
   BUILD_STARTED: "build_started",
+  BUILD_PROGRESS: "build_progress",
   BUILD_FINISHED: "build_finished",
   RUN_FINISHED: "run_finished",
   RUN_FAILED: "run_failed",

@@ -69,15 +69,18 @@ export class SchedulesPane extends Pane {
     this.model = model ?? this.model;
     if (!this.model || !this.active) return;
     const ready = this.model.finished || (this.model.build && this.model.build !== "running");
+    if (!ready) {
+      this.loadedFor = null;
+      const progress = this.model.buildProgressLabel();
+      const msg = this.model.build === "running"
+        ? `Building: lowering every fused kernel${progress ? ` (${progress})` : "…"}`
+        : "The kernels appear when the pipeline finishes and the build has run.";
+      replace(this.nodeList, h("li.hint", { "data-testid": "schedules-waiting" }, msg));
+      return;
+    }
     const key = `${this.model.runId}:${ready}`;
     if (this.loadedFor === key) return;
     this.loadedFor = key;
-    if (!ready) {
-      const msg = this.model.build === "running" ? "Building: lowering and scheduling every fused kernel…"
-        : "The kernels appear when the pipeline finishes and the build has run.";
-      replace(this.nodeList, h("li.hint", {}, msg));
-      return;
-    }
     this.loadNodes();
   }
 
