@@ -2,8 +2,9 @@
 
 LowerTE tells the instruments after each fused call it lowers (the engine's
 `PassInstrument.run_progress`). This one publishes `build_started` when lowering begins
-and `build_progress` (calls done of all, kernels so far) at most every
-`INTERVAL_S` seconds, always for the first and the last call; when the run's cancel
+and `build_progress` (calls done of all, kernels so far) each time another percent
+of the calls is done (every call of a small build, at most 101 events for a big one),
+always for the first and the last; when the run's cancel
 flag is set it raises `RunCancelledError` there, so a cancelled build stops between two
 kernels, not after the last.
 """
@@ -11,8 +12,6 @@ kernels, not after the last.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 from explorer.compiler import PassInstrument
@@ -25,21 +24,16 @@ from explorer.protocol import (
 )
 from explorer.runs.recording import RunCancelledError
 
-INTERVAL_S = 0.25
-"""Least time between two build_progress events (the first and last are always sent)."""
-
 
 class BuildProgressInstrument(PassInstrument):
     """Publishes the build's progress; stops it when the run is cancelled."""
 
-    def __init__(self, publish: Publish, cancel: threading.Event,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, publish: Publish, cancel: threading.Event) -> None:
         self.publish = publish
         self.cancel = cancel
-        self.clock = clock
         self.started = False
         self.kernels: set[str] = set()
-        self._last = float("-inf")
+        self._percent = -1
 
     def run_progress(self, info: Any, done: int, total: int, item: str) -> None:
         if self.cancel.is_set():
@@ -49,8 +43,8 @@ class BuildProgressInstrument(PassInstrument):
             self.publish(BUILD_STARTED, build_started())
         if item:
             self.kernels.add(item)
-        now = self.clock()
-        if done in (0, total) or now - self._last >= INTERVAL_S:
-            self._last = now
+        percent = 100 * done // total if total else 100
+        if percent != self._percent or done == total:
+            self._percent = percent
             self.publish(BUILD_PROGRESS, build_progress(done=done, total=total,
                                                         kernels=len(self.kernels), kernel=item))

@@ -110,7 +110,8 @@ export class TimelinePane extends Pane {
     this.root.dataset.queued = model.queued ? "true" : "false";
     this.progressText.textContent = model.queueLabel?.() ?? (model.finished
       ? `${model.status} · ${done} passes`
-      : building ? `building · ${model.buildProgressLabel() ?? `${done} passes`}` : `running · ${count}`);
+      : building ? `building · ${lowering ? `${lowering.done}/${lowering.total} calls` : `${done} passes`}`
+        : `running · ${count}`);
   }
 
   renderFailure(model) {
