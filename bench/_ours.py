@@ -156,7 +156,8 @@ def _per_pass(instrument: TimedRecording) -> list[Row]:
 def build(mod: IRModule, opt_level: int = 3, disabled: tuple[str, ...] = ()
           ) -> tuple[int, float]:
     """(kernels, seconds) of the rest of relay.build on an optimized module (LowerTE, graph
-    codegen) and every kernel's schedule steps, as a run stores them."""
+    codegen) and the kernel records a run stores (call sites and source; the steps are made
+    when a kernel is opened: bench_build.py times them)."""
     from explorer.runs.schedules import schedules_of
 
     ctx = compiler.pass_context(opt_level, (), disabled, [])

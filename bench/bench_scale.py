@@ -93,8 +93,24 @@ def linearity(rows: list[Row]) -> list[str]:
         return ["linearity: a run failed, see the status column"]
     ratio = b / a
     verdict = "met" if ratio <= LINEAR_LIMIT else "NOT met"
-    return [f"linearity (import + recorded pipeline): chain_50000 / chain_5000 = {ratio:.2f}x "
-            f"(limit {LINEAR_LIMIT:.0f}x for 10x the ops): {verdict}"]
+    notes = [f"linearity (import + recorded pipeline): chain_50000 / chain_5000 = {ratio:.2f}x "
+             f"(limit {LINEAR_LIMIT:.0f}x for 10x the ops): {verdict}"]
+    return notes + build_linearity(small, big)
+
+
+BUILD_LINEAR_LIMIT = 11.0
+
+
+def build_linearity(small: Row, big: Row) -> list[str]:
+    """The build's own ratio (LowerTE, graph codegen and the kernel records a run stores)."""
+    a, b = small.get("build_s"), big.get("build_s")
+    if not (isinstance(a, float) and isinstance(b, float) and a > 0):
+        return []
+    ratio = b / a
+    verdict = "met" if ratio <= BUILD_LINEAR_LIMIT else "NOT met"
+    return [f"linearity (build): chain_50000 / chain_5000 = {ratio:.2f}x "
+            f"(limit {BUILD_LINEAR_LIMIT:.0f}x): {verdict}; kernels: "
+            f"{small.get('build_nodes')} and {big.get('build_nodes')}"]
 
 
 def main(argv: list[str] | None = None) -> int:
