@@ -4,6 +4,9 @@ steps made when first opened."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +22,8 @@ from explorer.runs.build_progress import BuildProgressInstrument
 from explorer.runs.kernel_steps import steps_key
 from explorer.runs.recording import RunCancelledError
 from explorer.testing import app_for_tests
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # dense+relu, dense+sigmoid, dense+relu: three fused calls, two kernels (the first and
 # last calls are the same function); the sigmoid's kernel is where the build gate holds.
@@ -142,3 +147,35 @@ def test_cancel_stops_the_build_between_kernels_and_leaves_other_runs_alone(
     assert summary["status"] == "cancelled"
     assert client.get(f"/api/runs/{run_id}/schedules").get_json() == {"nodes": []}
     assert client.get(f"/api/runs/{other_run}/schedules").get_json()["nodes"]
+
+
+PROGRESS_SCRIPT = """
+import(process.argv[1]).then(({ RunModel }) => {
+  const m = new RunModel("r");
+  const labels = [];
+  for (const ev of JSON.parse(process.argv[2])) {
+    m.apply(ev);
+    labels.push(m.buildProgressLabel());
+  }
+  console.log(JSON.stringify({ labels, build: m.build, status: m.status }));
+});
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_run_model_shows_the_build_progress_until_the_run_ends() -> None:
+    from explorer import protocol as p
+
+    data = [(p.BUILD_STARTED, p.build_started()),
+            (p.BUILD_PROGRESS, p.build_progress(done=0, total=5, kernels=0, kernel="")),
+            (p.BUILD_PROGRESS, p.build_progress(done=2, total=5, kernels=1, kernel="k")),
+            (p.RUN_CANCELLED, p.run_cancelled(message=None))]
+    events = [{"index": i, "type": t, "data": d} for i, (t, d) in enumerate(data)]
+    module = (ROOT / "static" / "src" / "run-model.js").as_uri()
+    done = subprocess.run(["node", "--input-type=module", "-e", PROGRESS_SCRIPT, module,
+                           json.dumps(events)], capture_output=True, text=True, timeout=60,
+                          check=True)
+    got = json.loads(done.stdout)
+    assert got["labels"] == [None, "0/5 calls lowered · 0 kernels",
+                             "2/5 calls lowered · 1 kernel", None]
+    assert got["build"] == {"cancelled": True} and got["status"] == "cancelled"

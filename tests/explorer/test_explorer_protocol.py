@@ -32,6 +32,7 @@ SAMPLES: dict[str, Any] = {
         numerics=p.numerics(max_abs_err=None, ok=False, error="ValueError: no")),
     p.PASS_FAILED: p.pass_failed(pass_index=0, name="FoldConstant", message="boom", before=1),
     p.BUILD_STARTED: p.build_started(),
+    p.BUILD_PROGRESS: p.build_progress(done=1, total=3, kernels=1, kernel="fused_add"),
     p.BUILD_FINISHED: p.build_finished(num_nodes=2, num_kernels=1),
     p.RUN_FINISHED: p.run_finished(summary=_sample_summary()),
     p.RUN_FAILED: p.run_failed(pass_name="FoldConstant", message="boom", code="pass_failed"),
