@@ -98,6 +98,7 @@ def plan_storage(graph: Graph) -> list[int]:
     """Greedy reuse: an op output takes a freed buffer of the same byte size."""
     ptr = graph.row_ptr()
     types = graph.entry_types()
+    owner = [k for k, node in enumerate(graph.nodes) for _ in node.types]  # entry -> node
     last_use: dict[int, int] = {}
     for k, node in enumerate(graph.nodes):
         for nid, idx, _ in node.inputs:
@@ -119,13 +120,9 @@ def plan_storage(graph: Graph) -> list[int]:
                 storage[entry], next_id = next_id, next_id + 1
                 sizes[storage[entry]] = size
         for entry in {ptr[nid] + idx for nid, idx, _ in node.inputs}:
-            if last_use.get(entry) == k and graph.nodes[_node_of(ptr, entry)].op != "null":
+            if last_use.get(entry) == k and graph.nodes[owner[entry]].op != "null":
                 free.setdefault(sizes[storage[entry]], []).append(storage[entry])
     return storage
-
-
-def _node_of(ptr: list[int], entry: int) -> int:
-    return next(k for k in range(len(ptr) - 1) if ptr[k] <= entry < ptr[k + 1])
 
 
 def _nbytes(ty: TensorType) -> int:
