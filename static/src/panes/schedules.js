@@ -113,11 +113,11 @@ export class SchedulesPane extends Pane {
     replace(this.nodeList, shown.map((n) => h("li", {},
       h("button.sched-node", { type: "button", dataset: { index: String(n.index) },
         "aria-pressed": String(this.node?.index === n.index),
-        title: `${n.name}\nlayers: ${(n.spans ?? []).join(", ") || "none"}`,
+        title: `${n.name}\nlayers: ${layerSummary(n.spans ?? []) || "none"}`,
         on: { click: () => this.openNode(n.index) } },
       h("span.sched-node-name", {}, n.name ?? n.func_name ?? `node ${n.index}`),
       h("span.sched-node-meta", {}, `#${n.index} · ${(n.ops ?? []).join(", ")} · ${n.num_steps} steps${callsText(n.num_calls)}`),
-      (n.spans ?? []).length ? h("span.sched-node-spans", {}, n.spans.join(", ")) : null))));
+      (n.spans ?? []).length ? h("span.sched-node-spans", {}, layerSummary(n.spans)) : null))));
   }
 
   emptyMessage() {
@@ -331,6 +331,16 @@ export class SchedulesPane extends Pane {
     next.focus();
     this.openNode(Number(next.dataset.index));
   }
+}
+
+/** Past this many layers a kernel's list entry names the first ones and counts the rest. */
+const LISTED_LAYERS = 24;
+
+/** "a, b, c" or "a, b, … (+9,998 layers)" for a kernel shared by thousands of calls. */
+function layerSummary(spans) {
+  if (spans.length <= LISTED_LAYERS) return spans.join(", ");
+  const rest = (spans.length - LISTED_LAYERS).toLocaleString("en-US");
+  return `${spans.slice(0, LISTED_LAYERS).join(", ")}, … (+${rest} layers)`;
 }
 
 /** " · 16 calls" for a kernel shared by several graph nodes, else "". */
