@@ -56,3 +56,37 @@ def test_the_page_shows_build_progress_and_cancel_stops_the_build(
     assert "cancelled" in page.get_by_test_id("build-row").inner_text()
     page.wait_for_function("document.querySelector('[data-testid=run-status]')"
                            ".dataset.status === 'cancelled'")
+
+
+def test_a_shared_kernel_lists_its_call_sites_with_the_layers_of_each(
+        page: Any, server: str, tmp_path: Path, artifacts: Path) -> None:
+    model = tmp_path / "five_calls.relay"
+    model.write_text(FIVE_CALLS)
+    session = upload(server, model)
+    page.goto(f"/s/{session['id']}")
+    page.get_by_test_id("run-button").click()
+    run_id = run_id_of(page)
+    events = wait_run_done(server, run_id, timeout=120)
+    assert events[-1]["type"] == "run_finished", events[-1]
+    page.wait_for_function("document.querySelector('[data-testid=build-row]')?.dataset.state"
+                           " === 'done'")
+    page.get_by_test_id("build-row").click()  # opens the Schedules tab
+    shared = page.locator(".sched-node", has_text="2 calls")
+    assert shared.count() == 1
+    assert "fc1" in shared.inner_text() and "fc4" in shared.inner_text()
+    shared.click()
+    calls = page.get_by_test_id("schedule-calls").locator(".call-site")
+    calls.first.wait_for()
+    assert calls.count() == 2
+    layers = page.get_by_test_id("schedule-layers")
+    page.wait_for_function("document.querySelector('[data-testid=schedule-layers]')"
+                           "?.textContent.includes('fc1')")
+    assert sorted(layers.locator(".layer-link").all_inner_texts()) == ["fc1", "relu1"]
+    calls.nth(1).click()
+    page.wait_for_function("document.querySelector('[data-testid=schedule-layers]')"
+                           "?.textContent.includes('fc4')")
+    assert sorted(layers.locator(".layer-link").all_inner_texts()) == ["fc4", "relu4"]
+    assert calls.nth(1).get_attribute("aria-pressed") == "true"
+    page.wait_for_function("document.querySelector('[data-testid=step-label]')"
+                           "?.textContent.startsWith('step 0/')")
+    page.screenshot(path=str(artifacts / "schedules-shared-kernel.png"))

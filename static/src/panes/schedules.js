@@ -183,6 +183,7 @@ export class SchedulesPane extends Pane {
     this.layersBox = h("ul.chip-list.sched-layers", { "data-testid": "schedule-layers" });
     this.callsBox = h(`ul.chip-list.sched-calls${calls.length > COMPACT ? ".compact" : ""}`,
       { "aria-label": `Call sites (${calls.length})`, "data-testid": "schedule-calls", hidden: calls.length < 2 },
+      h("li.hint-inline", {}, "calls"),
       calls.map((c) => h("li", {}, h("button.chip.call-site", { type: "button", dataset: { index: String(c.index) },
         title: `graph node #${c.index}: ${c.spans.length} layers`, on: { click: () => this.showCall(c.index) } }, `#${c.index}`))));
     replace(this.detail,
