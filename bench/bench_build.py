@@ -31,13 +31,6 @@ from _common import Row, model_path, report
 LABELS = {"resnet50": "ResNet-50", "mobilenetv2": "MobileNetV2", "bert12": "BERT-12"}
 
 
-def _loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
-
-
 def _build(mod: Any, params: Any, keep: bool) -> Any:
     import engine as tvm
     from engine import relay
@@ -141,7 +134,7 @@ def main() -> None:
              "and a step is a few small tuples, so the record itself costs next to nothing"]
     report("build", "relay.build with schedule records",
            ["model", "records", "what", "kernels", "calls", "snapshots", "seconds", "MiB"], rows,
-           notes + [f"load average {_loadavg()}"],
+           notes,
            write=not args.no_write)
 
 
