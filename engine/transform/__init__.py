@@ -13,14 +13,7 @@ pipeline will run under a context): `plan`, `children_of`, `count_leaves`; confi
 `allow_rewrite` (every rewriting pass asks it once per rewrite; relay.bisect.*).
 """
 
-from engine.transform.bisect import (
-    BisectResult,
-    Rewrite,
-    RewriteCounter,
-    allow_rewrite,
-    bisect_rewrites,
-    run_limited,
-)
+from engine.transform.bisect import BisectResult, Rewrite, RewriteCounter, bisect_rewrites
 from engine.transform.config import ConfigOption, register_pass_config
 from engine.transform.context import PassContext, TraceFunc
 from engine.transform.decorators import make_pass_decorator, module_pass, wrap_pass_class
@@ -37,6 +30,7 @@ from engine.transform.passes import ModuleMutatedError, ModulePass, Pass
 from engine.transform.plan import PlannedPass, children_of, count_leaves, plan
 from engine.transform.print_ir import PrintIR
 from engine.transform.registry import PassNotFoundError, get_pass, list_passes, register_pass
+from engine.transform.rewrites import allow_rewrite, run_limited
 from engine.transform.sequential import Sequential
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Bisection within a pass: a counter of rewrite applications (LLVM's `-opt-bisect-limit`,
 narrowed to one pass).
 
-Every rewriting pass asks `allow_rewrite(node)` once at each place it is about to
+Every rewriting pass asks `allow_rewrite(node)` (engine.transform.rewrites) once at each place it is about to
 replace an expression (fold a constant, simplify a call, absorb a scale, alter a
 layout, fuse a group, merge a duplicate); a user pass does the same through this
 public helper. Without the config keys below it answers True at the cost of one
@@ -150,26 +150,5 @@ def bisect_rewrites(apply: Apply, broken: Callable[[Any], bool]) -> BisectResult
     return BisectResult(len(log), runs, log[bad - 1] if log else None)
 
 
-def run_limited(pass_: Any, mod: Any, limit: int, **context: Any) -> tuple[Any, list[Rewrite]]:
-    """`pass_(mod)` under a PassContext (`context`: its other arguments) that lets only
-    the first `limit` rewrites of that pass through: an `Apply` for `bisect_rewrites`."""
-    from engine.transform.context import PassContext
-
-    config = {**context.pop("config", {}), LIMIT_KEY: limit, PASS_KEY: pass_.info.name}
-    with PassContext(config=config, **context) as ctx:
-        result = pass_(mod)
-    assert ctx.rewrite_counter is not None
-    return result, ctx.rewrite_counter.log
-
-
-def allow_rewrite(node: Expr) -> bool:
-    """Whether the running pass may replace `node` (one call per rewrite, before it is
-    made; False: keep `node` as it is). Always True unless the current PassContext sets
-    relay.bisect.limit / relay.bisect.pass."""
-    from engine.transform.context import PassContext
-
-    return PassContext.current().allow_rewrite(node)
-
-
 __all__ = ["LIMIT_KEY", "PASS_KEY", "Apply", "BisectResult", "Rewrite", "RewriteCounter",
-           "allow_rewrite", "bisect_rewrites", "run_limited"]
+           "bisect_rewrites"]

@@ -135,9 +135,12 @@ from explorer.protocol.names import (
 )
 from explorer.protocol.options import RunOptions, RunOptionsJSON
 from explorer.protocol.shapes import (
+    BisectRewrite,
     FrontendGraph,
     Layer,
     Numerics,
+    NumericsBisect,
+    NumericsBreak,
     QParam,
     RunEvent,
     RunSummary,
@@ -159,7 +162,8 @@ __all__ = [
     # errors
     "ApiError", "ErrorBody", "ErrorResponse", "bad_request", "error_response", "not_found",
     # options and shapes
-    "RunOptions", "RunOptionsJSON", "FrontendGraph", "Layer", "Numerics", "QParam", "RunEvent",
+    "RunOptions", "RunOptionsJSON", "BisectRewrite", "FrontendGraph", "Layer", "Numerics",
+    "NumericsBisect", "NumericsBreak", "QParam", "RunEvent",
     "RunSummary", "Session", "SourceMapEntry", "TensorInfo", "empty_summary",
     # run events
     "EVENT_PAYLOADS", "BuildFinished", "BuildStarted", "EventData", "PassFailed",

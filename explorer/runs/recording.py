@@ -19,7 +19,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +34,7 @@ from explorer.protocol import (
     pass_started,
     pass_stats,
 )
-from explorer.protocol import numerics as numerics_payload
+from explorer.runs.numerics import PassNumerics
 from explorer.store import Store
 
 ModuleKey = tuple[tuple[str, int, bool], ...]
@@ -127,7 +126,7 @@ class _Frame:
     before: Snapshot
     started: float = 0.0
     overhead_at_start: float = 0.0
-    numerics_before: Any = None
+    module: Any = None  # the module the pass was given
     leaf: bool = True  # no pass ran nested in this one
 
 
@@ -151,7 +150,6 @@ class RecordingState:
     records: list[PassRecord] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     last_snapshot: Snapshot | None = None
-    first_break: tuple[str, IRModule] | None = None
 
 
 class RecordingInstrument(PassInstrument):
@@ -159,7 +157,7 @@ class RecordingInstrument(PassInstrument):
 
     def __init__(self, recorder: SnapshotRecorder, publish: Publish,
                  cancel: threading.Event | None = None,
-                 numerics: Callable[[IRModule], dict[str, Any]] | None = None) -> None:
+                 numerics: PassNumerics | None = None) -> None:
         super().__init__()
         self.recorder = recorder
         self.publish = publish
@@ -169,7 +167,6 @@ class RecordingInstrument(PassInstrument):
         self._stack: list[_Frame] = []
         self._next_index = 0
         self._overhead = 0.0
-        self._numerics_cache: dict[int, Numerics] = {}
 
     # --- hooks --------------------------------------------------------------------
     def enter_pass_ctx(self) -> None:
@@ -187,7 +184,7 @@ class RecordingInstrument(PassInstrument):
         t0 = time.perf_counter()
         parent = self._stack[-1].index if self._stack else None
         frame = _Frame(self._next_index, str(info.name), int(info.opt_level), len(self._stack),
-                       parent, self.recorder.record(mod))
+                       parent, self.recorder.record(mod), module=mod)
         self._next_index += 1
         self.state.last_snapshot = frame.before
         if self._stack:
@@ -209,9 +206,8 @@ class RecordingInstrument(PassInstrument):
         t0 = time.perf_counter()
         after = self.recorder.record(mod)
         changed = after.key != frame.before.key
-        numerics = self._numerics_for(after, mod)
-        if numerics is not None and not numerics["ok"] and self.state.first_break is None:
-            self.state.first_break = (frame.name, mod)
+        numerics = None if self.numerics is None else self.numerics.after_pass(
+            frame.index, frame.name, (frame.before.id, frame.module), (after.id, mod))
         self.state.last_snapshot = after
         self.state.records.append(PassRecord(frame.index, frame.name, frame.depth, frame.parent,
                                              changed, frame.leaf, elapsed * 1e3, numerics,
@@ -249,13 +245,3 @@ class RecordingInstrument(PassInstrument):
             if frame.name == name:
                 return frame
         return None
-
-    def _numerics_for(self, snap: Snapshot, mod: IRModule) -> Numerics | None:
-        if self.numerics is None:
-            return None
-        if snap.id not in self._numerics_cache:
-            found = self.numerics(mod)
-            self._numerics_cache[snap.id] = numerics_payload(
-                max_abs_err=found["max_abs_err"], ok=found["ok"], error=found.get("error"),
-                quantized="max_lsb_err" in found, max_lsb_err=found.get("max_lsb_err"))
-        return self._numerics_cache[snap.id]

@@ -91,6 +91,46 @@ export {};
  * @property {boolean} ok
  * @property {(number|null)} [max_lsb_err]
  * @property {string} [error]
+ * @property {(number|null)} [step_max_abs_err]
+ * @property {boolean} [step_ok]
+ * @property {boolean} [introduced]
+ */
+
+/**
+ * One rewrite of a pass (engine.transform.bisect.Rewrite): its number in the pass run
+ * (1-based), the pass, and the expression of the snapshot before it that it replaced.
+ * @typedef {Object} BisectRewrite
+ * @property {number} index
+ * @property {number} node_id
+ * @property {(string|null)} op
+ * @property {Array<string>} layers
+ * @property {boolean} applied
+ */
+
+/**
+ * The bisection over the rewrites of the pass that broke numerics.
+ * @typedef {Object} NumericsBisect
+ * @property {number} total
+ * @property {number} runs
+ * @property {(BisectRewrite|null)} rewrite
+ * @property {boolean} broken_at_zero
+ * @property {(string|null)} error
+ */
+
+/**
+ * The first pass that broke numerics: its snapshots, the error it added, the
+ * frontend layers that drifted between its before and after snapshots (dataflow order,
+ * the first is where the drift starts) and the nodes of its after snapshot that carry
+ * them (for badges), and the bisection within the pass.
+ * @typedef {Object} NumericsBreak
+ * @property {string} pass_name
+ * @property {number} pass_index
+ * @property {number} before
+ * @property {number} after
+ * @property {(number|null)} max_abs_err
+ * @property {Array<string>} layers
+ * @property {Array<number>} nodes
+ * @property {(NumericsBisect|null)} bisect
  */
 
 /**
@@ -107,6 +147,7 @@ export {};
  * @property {(string|null)} failed_pass
  * @property {(string|null)} error
  * @property {(number|null)} final_snapshot
+ * @property {(NumericsBreak|null)} [numerics_break]
  */
 
 /**

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numerics_plugin  # noqa: F401  (registers the numerics tests' user pass)
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper

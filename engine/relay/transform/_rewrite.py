@@ -25,7 +25,7 @@ from engine.relay.expr_functor import ExprMutator
 from engine.relay.si_builder import SIBuilder
 from engine.relay.type_infer import infer_type
 from engine.runtime.ndarray import NDArray
-from engine.transform.bisect import allow_rewrite
+from engine.transform.rewrites import allow_rewrite
 
 # --- types ------------------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from engine.relay.transform.fold_scale_axis_util import (
     shape_of,
     spans_of,
 )
-from engine.transform.bisect import allow_rewrite
+from engine.transform.rewrites import allow_rewrite
 
 Prep = Callable[[Call, list[Message | None]], Message | None]
 
