@@ -98,6 +98,9 @@ from explorer.protocol.http import (
     SubscribeAck,
     SubscribeRequest,
     TeddDiagrams,
+    TensorReference,
+    TensorReport,
+    TensorStats,
     Timing,
     TimingNode,
 )
@@ -176,7 +179,7 @@ __all__ = [
     "Ack", "Backtrace", "BacktraceStep", "Diff", "DiffHunk", "DiffNodes", "DiffSummary", "EventsPage",
     "ExportedEvent", "ExportedGraph", "ExportedSnapshot", "LayerLookup", "LayerNode", "OkAck", "PassList",
     "RunArtifacts", "RunDetail", "RunExport", "RunImported", "RunRequest", "ScheduleDetail", "ScheduleList",
-    "ScheduleNode", "ScheduleRecord", "ScheduleStep", "SessionCreated", "SessionDetail", "SessionList", "SessionRenamed",
+    "ScheduleNode", "ScheduleRecord", "ScheduleStep", "TensorReference", "TensorReport", "TensorStats", "SessionCreated", "SessionDetail", "SessionList", "SessionRenamed",
     "Snapshot", "SnapshotDetail", "SnapshotSourceMap", "SnapshotSourceMapDetail",
     "SnapshotText", "SnapshotTextDetail", "StartRunAck", "StartRunRequest", "SubscribeAck",
     "SubscribeRequest", "TeddDiagrams", "Timing", "TimingNode",

@@ -308,3 +308,46 @@ class RunExport(TypedDict):
     events: list[ExportedEvent]
     snapshots: dict[str, ExportedSnapshot]
     artifacts: RunArtifacts
+
+
+class TensorStats(TypedDict):
+    """A tensor's summary: shape, dtype, statistics over its finite values, NaN / Inf
+    counts, a histogram (`edges` has one more element than `counts`), and every value
+    (flattened) when it is small (else null)."""
+
+    shape: list[int]
+    dtype: str
+    size: int
+    min: float | None
+    max: float | None
+    mean: float | None
+    std: float | None
+    nan: int
+    inf: int
+    histogram: dict[str, list[float]]  # {"edges": [...], "counts": [...]}
+    values: list[float | None] | None  # NaN / Inf as null
+
+
+class TensorReference(TypedDict):
+    """The same tensor in the model's own runtime (onnxruntime, tflite-runtime): the
+    runtime's tensor it read (`tensor`), its stats, and the largest difference from the
+    engine's value when the shapes agree; `error` when it could not be read."""
+
+    runtime: str
+    layer: str | None
+    tensor: str | None
+    stats: TensorStats | None
+    max_abs_diff: float | None
+    error: str | None
+
+
+class TensorReport(TypedDict):
+    """GET /api/runs/<rid>/tensors/<snapshot>/<node>: one expression's value on the run's
+    seeded inputs (computed in a worker on demand, then cached)."""
+
+    snapshot: int
+    node_id: int
+    op: str | None
+    layers: list[str]
+    stats: TensorStats
+    reference: TensorReference | None  # null: the model's format has no reference runtime

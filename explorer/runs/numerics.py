@@ -165,33 +165,22 @@ class PassTree:
 
 
 class ReplayDone(Exception):
-    """Raised by `Replay` once the target pass has run: carries its result."""
+    """Raised by `StopAfter` once the target pass has run: carries its result."""
 
     def __init__(self, mod: IRModule) -> None:
         super().__init__("replay done")
         self.mod = mod
 
 
-class Replay(PassInstrument):
-    """Runs only the target pass (with the Sequentials around it and the passes inside it)
-    of a replayed pipeline, numbering passes as the recorded run did (skipping a pass
-    skips its numbers and those of the passes inside it), and stops the replay right
-    after the target."""
+class StopAfter(PassInstrument):
+    """Numbers passes as the RecordingInstrument does (in start order, nested ones
+    included) and stops the pipeline right after pass `target` (ReplayDone)."""
 
-    def __init__(self, target: int, tree: PassTree) -> None:
+    def __init__(self, target: int) -> None:
         super().__init__()
         self.target = target
-        self.tree = tree
-        self.around = tree.ancestors(target) | {target}
         self.next_index = 0
         self.running: list[int] = []
-
-    def should_run(self, mod: IRModule, info: Any) -> bool:
-        index = self.next_index
-        if index in self.around or self.target in self.tree.ancestors(index):
-            return True
-        self.next_index += self.tree.subtree_size(index)
-        return False
 
     def run_before_pass(self, mod: IRModule, info: Any) -> None:
         self.running.append(self.next_index)
@@ -206,6 +195,36 @@ class Replay(PassInstrument):
             self.running.pop()
 
 
+class Replay(StopAfter):
+    """StopAfter that also skips every pass before the target, except the Sequentials
+    around it (skipping a pass skips its number and those of the passes inside it): run
+    on the module before the target, it runs the target alone, configured as in the
+    pipeline."""
+
+    def __init__(self, target: int, tree: PassTree) -> None:
+        super().__init__(target)
+        self.tree = tree
+        self.around = tree.ancestors(target) | {target}
+
+    def should_run(self, mod: IRModule, info: Any) -> bool:
+        index = self.next_index
+        if index in self.around or self.target in self.tree.ancestors(index):
+            return True
+        self.next_index += self.tree.subtree_size(index)
+        return False
+
+
+def run_until(mod: IRModule, stages: Sequence[Any], ctx: PassContext) -> IRModule:
+    """Apply `stages` under `ctx` (whose instruments include a StopAfter) until it stops."""
+    try:
+        with ctx:
+            for stage in stages:
+                mod = stage(mod)
+    except ReplayDone as done:
+        return done.mod
+    raise LookupError("replaying the run did not reach the pass it was asked for")
+
+
 def replay_apply(stages: Sequence[Any], options: RunOptions, brk: Break, tree: PassTree
                  ) -> transform.bisect.Apply:
     """`apply(limit)` for the bisection: the run's passes replayed on the module before
@@ -217,16 +236,9 @@ def replay_apply(stages: Sequence[Any], options: RunOptions, brk: Break, tree: P
                           disabled_pass=options.disabled_pass,
                           instruments=[Replay(brk.index, tree)],
                           config={**config, transform.bisect.LIMIT_KEY: limit})
-        mod = brk.before
-        try:
-            with ctx:
-                for stage in stages:
-                    mod = stage(mod)
-        except ReplayDone as done:
-            assert ctx.rewrite_counter is not None
-            return done.mod, ctx.rewrite_counter.log
-        raise RuntimeError(f"replaying the run did not reach pass {brk.name!r} "
-                           f"(#{brk.index})")
+        result = run_until(brk.before, stages, ctx)
+        assert ctx.rewrite_counter is not None
+        return result, ctx.rewrite_counter.log
 
     return apply
 

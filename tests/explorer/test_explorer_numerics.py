@@ -80,3 +80,51 @@ def test_without_the_check_there_is_no_numerics(client, sock, conv_chain):
     leaves, summary = _run(sock, session["id"], build=False, passes=PIPELINE)
     assert all(leaf["numerics"] is None for leaf in leaves)
     assert summary.get("numerics_break") is None
+
+
+def _conv_of(client: Any, snapshot: int, layer: str) -> int:
+    entries = client.get(f"/api/snapshots/{snapshot}").get_json()["snapshot"]["source_map"]
+    return next(e["node_id"] for e in entries
+                if e["op"] == "nn.conv2d" and layer in e["spans"] and not e.get("ref"))
+
+
+def test_the_tensor_inspector_shows_the_bad_tensor(client, sock, conv_chain):
+    session = _session(client, conv_chain)
+    _, summary = _run(sock, session["id"], check_numerics=True, build=False, passes=PIPELINE)
+    found = summary["numerics_break"]
+    rid = summary["id"]
+    reports = {}
+    for side in ("before", "after"):
+        node = _conv_of(client, found[side], BROKEN_LAYER)
+        resp = client.get(f"/api/runs/{rid}/tensors/{found[side]}/{node}")
+        assert resp.status_code == 200, resp.get_json()
+        reports[side] = resp.get_json()["tensor"]
+    good, bad = reports["before"], reports["after"]
+    for report in (good, bad):
+        stats = report["stats"]
+        assert stats["shape"] == [1, 4, 8, 8] and stats["dtype"] == "float32"
+        assert stats["nan"] == stats["inf"] == 0 and stats["values"] is None
+        assert sum(stats["histogram"]["counts"]) == 256
+        assert len(stats["histogram"]["edges"]) == len(stats["histogram"]["counts"]) + 1
+        assert report["layers"] == [BROKEN_LAYER] and report["op"] == "nn.conv2d"
+        ref = report["reference"]
+        assert (ref["runtime"], ref["layer"], ref["error"]) == ("onnxruntime", BROKEN_LAYER, None)
+    assert good["reference"]["max_abs_diff"] < 1e-4
+    assert bad["reference"]["max_abs_diff"] > 1.0
+    assert bad["stats"]["max"] > good["stats"]["max"] + 1.0
+    again = client.get(f"/api/runs/{rid}/tensors/{found['after']}/"
+                       f"{_conv_of(client, found['after'], BROKEN_LAYER)}")
+    assert again.get_json()["tensor"] == bad  # from the run's cache
+
+
+def test_the_tensor_inspector_names_what_it_cannot_show(client, sock, conv_chain):
+    session = _session(client, conv_chain)
+    _, summary = _run(sock, session["id"], build=False, passes=["InferType"])
+    rid, snap = summary["id"], summary["final_snapshot"]
+    missing = client.get(f"/api/runs/{rid}/tensors/{snap}/999999999")
+    assert missing.status_code == 404 and "999999999" in missing.get_json()["error"]["message"]
+    entries = client.get(f"/api/snapshots/{snap}").get_json()["snapshot"]["source_map"]
+    var = next(e["node_id"] for e in entries if e["kind"] in ("Constant", "constant", "Var", "var"))
+    refused = client.get(f"/api/runs/{rid}/tensors/{snap}/{var}")
+    assert refused.status_code == 422
+    assert "pick the call" in refused.get_json()["error"]["message"]

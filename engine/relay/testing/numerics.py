@@ -186,13 +186,20 @@ def transformed_taps(order: list[Expr], rank: dict[str, int]) -> dict[str, Expr]
     return taps
 
 
-def _tap_values(mod: IRModule, exprs: list[Expr], inputs: dict[str, Any]) -> list[Any]:
+def tap_values(mod: IRModule, exprs: list[Expr], inputs: dict[str, Any]) -> list[Any]:
+    """The values of `exprs` (dataflow expressions of main's body) on `inputs`."""
     main = mod["main"]
     tapped = Function(main.params, Tuple((main.body, *exprs)), attrs=main.attrs)
     probe = mod.shallow_copy()
     probe["main"] = tapped
     values = evaluate(probe, inputs)
     return list(values)[1:]
+
+
+def dataflow_node(mod: IRModule, node_id: int) -> Expr | None:
+    """The expression of main's dataflow (outside nested functions) with that node id."""
+    order = main_dataflow(mod["main"])
+    return next((node for node in order or () if node.node_id == node_id), None)
 
 
 def drifted_layers(reference: IRModule, broken: IRModule, inputs: dict[str, Any]) -> list[str]:
@@ -206,8 +213,8 @@ def drifted_layers(reference: IRModule, broken: IRModule, inputs: dict[str, Any]
     common = [n for n in ref_taps if n in new_taps][:MAX_TAPS]
     if not common:
         return []
-    ref_vals = _tap_values(reference, [ref_taps[n] for n in common], inputs)
-    new_vals = _tap_values(broken, [new_taps[n] for n in common], inputs)
+    ref_vals = tap_values(reference, [ref_taps[n] for n in common], inputs)
+    new_vals = tap_values(broken, [new_taps[n] for n in common], inputs)
     drifted = []
     for name, a, b in zip(common, ref_vals, new_vals):
         ref, new = flatten_outputs(a), flatten_outputs(b)
