@@ -20,12 +20,15 @@ from onnx import TensorProto, helper, numpy_helper
 from engine import relay, transform
 from engine.ir.expr import Call, Constant, Expr
 from engine.relay.expr_functor import ExprMutator
+from explorer.testing import ProcessFlag
 
 PASS_NAME = "CopyConvWeights"
 BROKEN_LAYER = "block2.conv"
 LAYERS = ("block1.conv", "block2.conv", "block3.conv", "block4.conv")
 PIPELINE = ["InferType", "SimplifyExpr", PASS_NAME, "FoldConstant", "FuseOps"]
 """An explicit pass list: passes before, the bad pass, passes after it."""
+ARMED = ProcessFlag("numerics-bug-armed")
+"""While set, `with_bug` puts the bad pass before every run's pipeline (browser tests)."""
 
 
 class _CopyWeights(ExprMutator):
@@ -51,6 +54,11 @@ def copy_conv_weights() -> transform.Pass:
         return new
 
     return transform.module_pass(body, opt_level=0, name=PASS_NAME)
+
+
+def with_bug(passes: list[Any]) -> list[Any]:
+    """A run plugin's `wrap_passes` part: the bad pass first while ARMED."""
+    return [copy_conv_weights(), *passes] if ARMED.is_set() else passes
 
 
 def conv_chain_onnx(path: Path, channels: int = 4, size: int = 8) -> Path:

@@ -4,8 +4,9 @@ the bisection within it.
 `PassNumerics` is the RecordingInstrument's numerics hook. For every finished pass it
 measures the after snapshot against the imported model (`max_abs_err`, `ok`) and against
 the snapshot before the pass (`step_max_abs_err`, `step_ok`): a pass `introduced` a
-break when its own step is wrong, or when it took a correct module to a wrong one. So
-after one bad pass only that pass is marked, not every later one. Outputs are cached per
+break when its own step is wrong, or when it took a correct module to a wrong one, and
+no pass nested in it did (a Sequential is not blamed for its child). So after one bad
+pass only that pass is marked, not every later one nor the Sequentials around it. Outputs are cached per
 snapshot (a pass that changes nothing costs no evaluation).
 
 `analyze_break` then describes the first break (`NumericsBreak`): the frontend layers
@@ -66,6 +67,7 @@ class PassNumerics:
     def __init__(self, checker: NumericsChecker) -> None:
         self.checker = checker
         self.first_break: Break | None = None
+        self._introduced: list[int] = []  # indexes of the passes that introduced a break
         self._evaluated: OrderedDict[int, _Evaluated] = OrderedDict()
 
     def after_pass(self, index: int, name: str, before: tuple[int, IRModule],
@@ -79,7 +81,10 @@ class PassNumerics:
             return _with_step(result, 0.0, True, False)
         old = self._evaluate(before_id, before_mod)
         step_err, step_ok = self._step(old, new)
-        introduced = not step_ok or (bool(old.against_reference["ok"]) and not result["ok"])
+        introduced = (not step_ok or (bool(old.against_reference["ok"]) and not result["ok"])) \
+            and not any(i > index for i in self._introduced)  # a pass inside this one did
+        if introduced:
+            self._introduced.append(index)
         result = _with_step(result, step_err, step_ok, introduced)
         if introduced and self.first_break is None:
             self.first_break = Break(index, name, before_id, after_id, before_mod, after_mod,

@@ -168,8 +168,8 @@ def _expression(store: Store, job: TensorJob, mod: IRModule) -> Any:
     text, table = compiler.print_snapshot(mod)
     if store.snapshot_part(job.snapshot, "text").decode() != text:
         raise ApiError(409, "snapshot_not_reproduced",
-                       f"replaying the run did not give snapshot {job.snapshot} again "
-                       "(a pass is not deterministic)")
+                       f"replaying the run's passes did not give snapshot {job.snapshot} again "
+                       "(the pipeline differs from the run's, or a pass is not deterministic)")
     stored = store.snapshot_source_map_table(job.snapshot).node_ids()
     place = int(np.flatnonzero(stored == job.node_id)[0])
     expr = compiler.dataflow_node(mod, int(table.node_ids()[place]))

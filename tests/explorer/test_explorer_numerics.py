@@ -42,6 +42,11 @@ def test_only_the_pass_that_broke_numerics_is_marked(client, sock, conv_chain):
     assert later and all(not n["ok"] and n["step_ok"] for n in later)  # inherited, not added
     assert all(leaf["numerics"]["ok"] and leaf["numerics"]["step_ok"] for leaf in leaves[:at])
 
+    events = client.get(f"/api/runs/{summary['id']}/events").get_json()["events"]
+    finished = [e["data"] for e in events if e["type"] == "pass_finished"]
+    assert any(not f["leaf"] for f in finished)  # the explicit list's Sequential: not blamed
+    assert [f["name"] for f in finished if f["numerics"]["introduced"]] == [PASS_NAME]
+
     found = summary["numerics_break"]
     assert summary["first_numerics_break"] == found["pass_name"] == PASS_NAME
     bad_leaf = next(leaf for leaf in leaves if leaf["name"] == PASS_NAME)

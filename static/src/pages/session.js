@@ -5,6 +5,7 @@ import { errorBox, h, replace } from "../dom.js";
 import { EventHub, TOPIC } from "../hub.js";
 import { DiffPane } from "../panes/diff.js";
 import { LayersPane } from "../panes/layers.js";
+import { NumericsBanner, TensorPane, numericsBreak } from "../panes/numerics.js";
 import { OptionsPane } from "../panes/options.js";
 import { PinShapes, symbolicInputs } from "../panes/pin-shapes.js";
 import { ProvenancePane } from "../panes/provenance.js";
@@ -70,6 +71,8 @@ export class SessionPage {
     this.schedules = new SchedulesPane(this.hub, this.ctx);
     this.provenance = new ProvenancePane(this.hub, this.ctx);
     this.layers = new LayersPane(this.hub, this.ctx);
+    this.numerics = new NumericsBanner(this.hub, this.ctx);
+    this.tensor = new TensorPane(this.hub, this.ctx);
     this.tabBar = h("div.tabs", { role: "tablist" },
       this.columnToggle("left", "◧", "Show or hide the passes column"),
       TABS.map(([key, label]) =>
@@ -96,7 +99,9 @@ export class SessionPage {
       this.runsStatus.el, this.status, this.exportLink, rename, remove);
     this.pinRow = h("div.pin-row");
     this.pinShapes = new PinShapes(this.pinRow);
-    replace(this.root, bar, h("div.options-row", {}), this.pinRow, this.banner, this.workspace);
+    const numericsRow = h("div.numerics-row");
+    replace(this.root, bar, h("div.options-row", {}), this.pinRow, this.banner, numericsRow, this.workspace);
+    this.numerics.mount(numericsRow);
     this.options.mount(this.root.querySelector(".options-row"));
     this.timeline.mount(left);
     this.summary.mount(this.tabBodies.model);
@@ -104,6 +109,7 @@ export class SessionPage {
     this.schedules.mount(this.tabBodies.schedules);
     this.provenance.mount(right);
     this.layers.mount(right);
+    this.tensor.mount(right);
   }
 
   wire() {
@@ -228,6 +234,7 @@ export class SessionPage {
   runChanged(model) {
     this.options.setRunning(!model.finished);
     this.status.dataset.status = model.status;
+    this.status.dataset.numerics = numericsBreak(model) ? "broken" : "";
     this.status.textContent = statusText(model);
     this.hub.emit(TOPIC.RUN_CHANGED, model);
     this.options.offerRunPasses(model.leafRows().map((r) => r.name));
@@ -321,5 +328,7 @@ function statusText(model) {
   const s = model.summary;
   if (model.status === "failed") return `failed${model.failure?.pass ? ` in ${model.failure.pass}` : ""}`;
   if (!s) return model.status;
-  return `${model.status} · ${s.num_passes ?? model.rows().length} passes, ${s.num_changed ?? "?"} changed`;
+  const broken = numericsBreak(model);
+  const numerics = broken ? ` · numerics broke in ${broken.name}` : "";
+  return `${model.status} · ${s.num_passes ?? model.rows().length} passes, ${s.num_changed ?? "?"} changed${numerics}`;
 }

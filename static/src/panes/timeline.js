@@ -4,6 +4,7 @@ import { formatMs, formatPercent, h, replace } from "../dom.js";
 import { TOPIC } from "../hub.js";
 import { Pane } from "../pane.js";
 import { lsbText, numericsTitle } from "../quant.js";
+import { numericsBreak, numericsState } from "./numerics.js";
 
 export class TimelinePane extends Pane {
   render() {
@@ -28,7 +29,8 @@ export class TimelinePane extends Pane {
       this.list,
       h("div.pane-footer.legend", {},
         h("span.marker.changed"), " changed  ", h("span.marker.unchanged"), " unchanged  ",
-        h("span.num-ok", {}, "✓"), " numerics ok  ", h("span.num-bad", {}, "✗"), " drift"));
+        h("span.num-ok", {}, "✓"), " numerics ok  ", h("span.num-bad.num-introduced", {}, "✗"), " broke here  ",
+        h("span.num-bad.num-inherited", {}, "✗"), " inherited"));
   }
 
   afterMount() {
@@ -104,6 +106,7 @@ export class TimelinePane extends Pane {
     this.progressBar.style.width = fraction === null ? "30%" : `${(fraction * 100).toFixed(1)}%`;
     this.progressBar.classList.toggle("indeterminate", fraction === null);
     this.root.dataset.status = model.status;
+    this.root.dataset.numerics = numericsBreak(model) ? "broken" : "";
     const count = planned ? `${done}/${planned}` : `${done}`;
     this.root.dataset.queued = model.queued ? "true" : "false";
     this.progressText.textContent = model.queueLabel?.() ?? (model.finished
@@ -185,6 +188,7 @@ function fillRow(el, row, maxMs) {
     : row.changed ? "changed" : "unchanged";
   el.dataset.state = row.state;
   el.dataset.changed = String(Boolean(row.changed));
+  el.dataset.numerics = numericsState(row.numerics);
   el.classList.toggle("container", row.leaf === false);
   el.style.setProperty("--depth", String(row.depth ?? 0));
   el.title = rowTitle(row);
@@ -209,11 +213,19 @@ function buildState(b, model) {
 function numericsCell(row) {
   const n = row.numerics;
   if (!n) return h("span.pass-num", {}, "");
-  const title = numericsTitle(n);
+  const state = numericsState(n);
+  const step = n.step_max_abs_err === undefined ? null
+    : `against the module before this pass: max |err| ${n.step_max_abs_err ?? "not measurable"}`;
+  const title = [numericsTitle(n), step, STATE_TITLES[state]].filter(Boolean).join("\n");
   const lsb = n.max_lsb_err === undefined || n.max_lsb_err === null ? null : lsbText(n.max_lsb_err);
-  return h(`span.pass-num.${n.ok ? "num-ok" : "num-bad"}`, { title, dataset: lsb ? { lsb: String(n.max_lsb_err) } : {} },
+  return h(`span.pass-num.${n.ok ? "num-ok" : "num-bad"}.num-${state}`, { title, dataset: lsb ? { lsb: String(n.max_lsb_err) } : {} },
     n.ok ? "✓" : "✗", lsb && n.max_lsb_err > 0 ? h("span.pass-lsb", {}, ` ${lsb}`) : null);
 }
+
+const STATE_TITLES = {
+  introduced: "this pass broke numerics (against the module before it)",
+  inherited: "wrong since an earlier pass; this pass adds nothing beyond tolerance",
+};
 
 function rowTitle(row) {
   const parts = [`#${row.pass_index} ${row.name}`];
