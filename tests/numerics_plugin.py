@@ -9,6 +9,7 @@ explorer_helpers / browser_helpers), which registers the pass by name."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from engine.relay.expr_functor import ExprMutator
 from explorer.testing import ProcessFlag
 
 PASS_NAME = "CopyConvWeights"
-BROKEN_LAYER = "block2.conv"
+BROKEN_LAYER = os.environ.get("NUMERICS_BROKEN_LAYER", "block2.conv")
+"""The conv layer whose weight copy is wrong (the environment may name another, to try the
+pass on a real model)."""
 LAYERS = ("block1.conv", "block2.conv", "block3.conv", "block4.conv")
 PIPELINE = ["InferType", "SimplifyExpr", PASS_NAME, "FoldConstant", "FuseOps"]
 """An explicit pass list: passes before, the bad pass, passes after it."""

@@ -256,6 +256,7 @@ class Execution:
         brk = self.numerics.first_break if self.numerics else None
         if brk is None or self.numerics is None or self.instrument is None:
             return
+        self._check_cancel()
         tree = PassTree.of(self.instrument.state.records)
         apply = replay_apply(self.passes, self.options, brk, tree)
         self.summary["numerics_break"] = analyze_break(brk, self.numerics, apply)

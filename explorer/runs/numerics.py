@@ -253,10 +253,14 @@ def analyze_break(brk: Break, numerics: PassNumerics, apply: transform.bisect.Ap
     """The description of the first break (see module docstring); `apply` None: no
     bisection (the layers and nodes only)."""
     checker = numerics.checker
-    layers = checker.drifted_between(brk.before, brk.after, MAX_LAYERS)
+    try:
+        layers = checker.drifted_between(brk.before, brk.after, MAX_LAYERS)
+        nodes = checker.nodes_naming(brk.after, layers)
+    except Exception:  # best effort, as the bisection: the break itself stays named
+        layers, nodes = [], []
     return NumericsBreak(pass_name=brk.name, pass_index=brk.index, before=brk.before_id,
                          after=brk.after_id, max_abs_err=brk.numerics.get("step_max_abs_err"),
-                         layers=layers, nodes=checker.nodes_naming(brk.after, layers),
+                         layers=layers, nodes=nodes,
                          bisect=None if apply is None else bisect(brk, numerics, apply))
 
 

@@ -144,6 +144,8 @@ def compute(job: TensorJob, store: Store, hooks: list[Any]) -> TensorReport:
     mod = imported.mod
     if job.pass_index is not None:
         options = RunOptions.from_json(job.options)
+        if options.check_numerics:  # as in the run: the check types the import in place
+            compiler.NumericsChecker(mod, imported.params)
         ctx = run_context(options, [StopAfter(job.pass_index)])
         try:
             mod = run_until(compiler.bind_params(mod, imported.params),
