@@ -259,7 +259,8 @@ class Execution:
         self._check_cancel()
         tree = PassTree.of(self.instrument.state.records)
         apply = replay_apply(self.passes, self.options, brk, tree)
-        self.summary["numerics_break"] = analyze_break(brk, self.numerics, apply)
+        self.summary["numerics_break"] = analyze_break(brk, self.numerics, apply,
+                                                       self._check_cancel)
 
     def _failed_pass(self, exc: BaseException) -> Outcome:
         failed = self.instrument.state.failed if self.instrument else []

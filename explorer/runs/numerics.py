@@ -20,7 +20,7 @@ one rewrite after which the output is wrong.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,10 +248,12 @@ def replay_apply(stages: Sequence[Any], options: RunOptions, brk: Break, tree: P
     return apply
 
 
-def analyze_break(brk: Break, numerics: PassNumerics, apply: transform.bisect.Apply | None
-                  ) -> NumericsBreak:
+def analyze_break(brk: Break, numerics: PassNumerics, apply: transform.bisect.Apply | None,
+                  check: Callable[[], None] = lambda: None) -> NumericsBreak:
     """The description of the first break (see module docstring); `apply` None: no
-    bisection (the layers and nodes only)."""
+    bisection (the layers and nodes only). `check()` raises to stop (a cancelled run): it
+    is called before each run of the pass, and its exception is never taken for a failed
+    bisection."""
     checker = numerics.checker
     try:
         layers = checker.drifted_between(brk.before, brk.after, MAX_LAYERS)
@@ -261,14 +263,19 @@ def analyze_break(brk: Break, numerics: PassNumerics, apply: transform.bisect.Ap
     return NumericsBreak(pass_name=brk.name, pass_index=brk.index, before=brk.before_id,
                          after=brk.after_id, max_abs_err=brk.numerics.get("step_max_abs_err"),
                          layers=layers, nodes=nodes,
-                         bisect=None if apply is None else bisect(brk, numerics, apply))
+                         bisect=None if apply is None else bisect(brk, numerics, apply, check))
 
 
-def bisect(brk: Break, numerics: PassNumerics, apply: transform.bisect.Apply
-           ) -> NumericsBisect:
+def bisect(brk: Break, numerics: PassNumerics, apply: transform.bisect.Apply,
+           check: Callable[[], None]) -> NumericsBisect:
+    def checked(limit: int) -> tuple[IRModule, list[Any]]:
+        check()
+        return apply(limit)
+
     try:
-        found = transform.bisect_rewrites(apply, numerics.broken(brk.before))
+        found = transform.bisect_rewrites(checked, numerics.broken(brk.before))
     except Exception as exc:  # best effort: the break itself stays reported
+        check()
         return NumericsBisect(total=0, runs=0, rewrite=None, broken_at_zero=False,
                               error=f"{type(exc).__name__}: {exc}")
     rewrite = None if found.culprit is None else BisectRewrite(
