@@ -29,8 +29,9 @@ export class TimelinePane extends Pane {
       this.list,
       h("div.pane-footer.legend", {},
         h("span.marker.changed"), " changed  ", h("span.marker.unchanged"), " unchanged  ",
-        h("span.num-ok", {}, "✓"), " numerics ok  ", h("span.num-bad.num-introduced", {}, "✗"), " broke here  ",
-        h("span.num-bad.num-inherited", {}, "✗"), " inherited"));
+        h("span.num-ok", { title: "numerics ok" }, "✓"), " ok  ",
+        h("span.num-bad.num-introduced", { title: "this pass broke numerics" }, "✗"), " broke  ",
+        h("span.num-bad.num-inherited", { title: "wrong since an earlier pass" }, "✗"), " inherited"));
   }
 
   afterMount() {
