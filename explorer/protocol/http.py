@@ -339,6 +339,10 @@ class TensorReference(TypedDict):
     stats: TensorStats | None
     max_abs_diff: float | None
     error: str | None
+    # the expression computes the layer's output (the last expression carrying it); false
+    # for a part of a layer converted to several expressions: the difference then compares
+    # different values
+    layer_output: bool
 
 
 class TensorReport(TypedDict):

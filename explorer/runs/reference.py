@@ -38,14 +38,15 @@ def reference_tensor(fmt: str, model: Path, layers: list[str], inputs: dict[str,
         layer, name, ref = read(model, layers, inputs)
     except Exception as exc:  # the reference is best effort: say why it is missing
         return TensorReference(runtime=runtime, layer=None, tensor=None, stats=None,
-                               max_abs_diff=None, error=f"{type(exc).__name__}: {exc}")
+                               max_abs_diff=None, error=f"{type(exc).__name__}: {exc}",
+                               layer_output=False)
     diff = None
     if ref.shape == value.shape:
         diff = float(np.max(np.abs(ref.astype(np.float64) - value.astype(np.float64)))) \
             if ref.size else 0.0
     return TensorReference(runtime=runtime, layer=layer, tensor=name, stats=stats(ref),
                            max_abs_diff=diff if diff is None or np.isfinite(diff) else None,
-                           error=None)
+                           error=None, layer_output=True)
 
 
 def _latest(layers: list[str], order: list[str]) -> str:

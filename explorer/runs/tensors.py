@@ -161,6 +161,9 @@ def compute(job: TensorJob, store: Store, hooks: list[Any]) -> TensorReport:
     model_file = store.session_model_file(job.session_id)
     reference = None if model_file is None else reference_tensor(
         imported.format, Path(job.models_dir) / model_file, layers, inputs, value, tensor_stats)
+    if reference is not None and reference["layer"] is not None:
+        carrying = compiler.NumericsChecker.nodes_naming(mod, [reference["layer"]])
+        reference["layer_output"] = bool(carrying) and carrying[-1] == expr.node_id
     return TensorReport(snapshot=job.snapshot, node_id=job.node_id,
                         op=getattr(getattr(expr, "op", None), "name", None), layers=layers,
                         stats=tensor_stats(value), reference=reference)

@@ -346,6 +346,7 @@ export {};
  * @property {(TensorStats|null)} stats
  * @property {(number|null)} max_abs_diff
  * @property {(string|null)} error
+ * @property {boolean} layer_output
  */
 
 /**

@@ -114,6 +114,7 @@ def test_the_tensor_inspector_shows_the_bad_tensor(client, sock, conv_chain):
         assert report["layers"] == [BROKEN_LAYER] and report["op"] == "nn.conv2d"
         ref = report["reference"]
         assert (ref["runtime"], ref["layer"], ref["error"]) == ("onnxruntime", BROKEN_LAYER, None)
+        assert ref["layer_output"]
     assert good["reference"]["max_abs_diff"] < 1e-4
     assert bad["reference"]["max_abs_diff"] > 1.0
     assert bad["stats"]["max"] > good["stats"]["max"] + 1.0
@@ -133,3 +134,37 @@ def test_the_tensor_inspector_names_what_it_cannot_show(client, sock, conv_chain
     refused = client.get(f"/api/runs/{rid}/tensors/{snap}/{var}")
     assert refused.status_code == 422
     assert "pick the call" in refused.get_json()["error"]["message"]
+
+
+def _gemm_onnx(path: Path) -> Path:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(2)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc")], "gemm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w"),
+         numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_part_of_a_layer_is_told_apart_from_its_output(client, sock, tmp_path):
+    """Gemm imports as a dense and a bias add: the runtime's tensor is the add's value."""
+    session = _session(client, _gemm_onnx(tmp_path / "gemm.onnx"))
+    _, summary = _run(sock, session["id"], build=False, passes=["InferType"])
+    rid, snap = summary["id"], summary["final_snapshot"]
+    entries = client.get(f"/api/snapshots/{snap}").get_json()["snapshot"]["source_map"]
+    calls = {e["op"]: e["node_id"] for e in entries if e["op"] and not e.get("ref")}
+    found = {op: client.get(f"/api/runs/{rid}/tensors/{snap}/{node}").get_json()["tensor"]
+             for op, node in calls.items() if op in ("nn.dense", "add", "nn.bias_add")}
+    ends = [t for t in found.values() if t["reference"]["layer_output"]]
+    parts = [t for t in found.values() if not t["reference"]["layer_output"]]
+    assert len(ends) == 1 and parts and found.get("nn.dense") in parts
+    assert ends[0]["reference"]["max_abs_diff"] < 1e-5
+    assert ends[0]["stats"]["values"] is not None and len(ends[0]["stats"]["values"]) == 4

@@ -172,6 +172,8 @@ function report(t) {
         h("p", { "data-testid": "tensor-diff", dataset: { diff: String(ref.max_abs_diff ?? "") } },
           ref.max_abs_diff === null ? "shapes differ (a layout change): compare the statistics"
             : `max |engine − ${ref.runtime}| = ${ref.max_abs_diff.toPrecision(3)}`),
+        ref.layer_output ? null : h("p.hint", { "data-testid": "tensor-not-layer-output" },
+          `This expression is a part of ${ref.layer}; ${ref.runtime} gives the layer's output (pick the expression that ends it).`),
         statsTable(ref.stats, ref.runtime)] ) : null);
 }
 
