@@ -49,7 +49,12 @@ from explorer.protocol import (
     run_started,
 )
 from explorer.runs.children import PassesHook
-from explorer.runs.recording import RecordingInstrument, RunCancelledError, SnapshotRecorder
+from explorer.runs.recording import (
+    PassGate,
+    RecordingInstrument,
+    RunCancelledError,
+    SnapshotRecorder,
+)
 from explorer.runs.schedules import schedules_of
 from explorer.sessions import SessionService
 from explorer.store import Store
@@ -176,7 +181,8 @@ class Execution:
 
     def __init__(self, store: Store, sessions: SessionService, publish: Publish, run_id: str,
                  session_id: str, options: RunOptions, cancel: threading.Event | None = None,
-                 hooks: Sequence[PassesHook] = (), announced: int | None = None) -> None:
+                 hooks: Sequence[PassesHook] = (), announced: int | None = None,
+                 gate: PassGate | None = None) -> None:
         self.store = store
         self.sessions = sessions
         self.publish = publish
@@ -187,6 +193,7 @@ class Execution:
         self.cancel = cancel or threading.Event()
         self.hooks = tuple(hooks)
         self.announced = announced  # the initial snapshot of a run_started already published
+        self.gate = gate  # where the run may pause (breakpoints), if anywhere
         self.started = time.perf_counter()
         self.instrument: RecordingInstrument | None = None
         self.checker: NumericsChecker | None = None
@@ -224,7 +231,7 @@ class Execution:
             except Exception as exc:  # reported in run_started; the run goes on without it
                 numerics_error = f"{type(exc).__name__}: {exc}"
         self.instrument = RecordingInstrument(recorder, self.publish, self.cancel,
-                                              self.checker)
+                                              self.checker, self.gate)
         ctx = run_context(self.options, [self.instrument])
         passes = run_passes(self.options, ctx, self.hooks)
         self.summary["final_snapshot"] = initial
