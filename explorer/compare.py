@@ -2,9 +2,10 @@
 
 The runs may be of one session (other options: opt level, disabled passes), of two
 sessions, or one imported from another engine version (explorer/exchange.py): only the
-stored events and snapshots are read. The alignment is the longest matching of the two
-ordered pass-name lists (difflib's), so a pass one run disabled shows as a row with one
-side empty and the passes after it line up again. Each side of a row carries what the
+stored events and snapshots are read. A leaf pass is known by its path (the Sequentials it
+ran in, then its name: `FoldScaleAxis › BackwardFoldScaleAxis`), and the alignment is the
+longest matching of the two ordered path lists (difflib's), so the passes one run disabled
+show as rows with one side empty and the passes after them line up again. Each side of a row carries what the
 timeline shows of that pass (changed, time, node count, numerics) and its snapshots,
 so the page can diff the same pass's after-module across the two runs with its diff view.
 """
@@ -17,23 +18,39 @@ from typing import Any
 from explorer.protocol import (
     PASS_FAILED,
     PASS_FINISHED,
+    PASS_STARTED,
     ComparedPass,
     ComparisonRow,
     RunComparison,
 )
 from explorer.store import Store
 
+Leaf = tuple[tuple[str, ...], ComparedPass]  # (the Sequentials around it..., its name), it
 
-def leaf_passes(store: Store, run_id: str) -> list[tuple[str, ComparedPass]]:
-    """The run's leaf passes in order (and any that failed), each as (name, its side)."""
+
+def leaf_passes(store: Store, run_id: str) -> list[Leaf]:
+    """The run's leaf passes in order (and any that failed), each with its path: the names
+    of the Sequentials it ran in, then its own."""
     store.run(run_id)  # 404 for an unknown run
-    found: list[tuple[str, ComparedPass]] = []
+    started: dict[int, tuple[str, int | None]] = {}
+    found: list[Leaf] = []
+
+    def path(index: int) -> tuple[str, ...]:
+        names: list[str] = []
+        at: int | None = index
+        while at is not None and at in started:
+            names.append(started[at][0])
+            at = started[at][1]
+        return tuple(reversed(names))
+
     for event in store.events(run_id):
         data = event["data"]
-        if event["type"] == PASS_FINISHED and data["leaf"]:
-            found.append((str(data["name"]), _finished(data)))
-        elif event["type"] == PASS_FAILED:
-            found.append((str(data["name"]), _failed(data)))
+        if event["type"] == PASS_STARTED:
+            started[data["pass_index"]] = (str(data["name"]), data["parent_index"])
+        elif event["type"] == PASS_FINISHED and data["leaf"]:
+            found.append((path(data["pass_index"]), _finished(data)))
+        elif event["type"] == PASS_FAILED and not any(p["failed"] for _, p in found):
+            found.append((path(data["pass_index"]), _failed(data)))  # not its Sequentials
     return found
 
 
@@ -71,20 +88,20 @@ class _Texts:
 def compare_runs(store: Store, run_a: str, run_b: str) -> RunComparison:
     a, b = leaf_passes(store, run_a), leaf_passes(store, run_b)
     texts = _Texts(store)
-    matcher = SequenceMatcher(a=[n for n, _ in a], b=[n for n, _ in b], autojunk=False)
+    matcher = SequenceMatcher(a=[p for p, _ in a], b=[p for p, _ in b], autojunk=False)
     rows: list[ComparisonRow] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            rows += [_row(name, side_a, side_b, texts)
-                     for (name, side_a), (_, side_b) in zip(a[i1:i2], b[j1:j2], strict=True)]
+            rows += [_row(path, side_a, side_b, texts)
+                     for (path, side_a), (_, side_b) in zip(a[i1:i2], b[j1:j2], strict=True)]
             continue
-        rows += [_row(name, side, None, texts) for name, side in a[i1:i2]]
-        rows += [_row(name, None, side, texts) for name, side in b[j1:j2]]
+        rows += [_row(path, side, None, texts) for path, side in a[i1:i2]]
+        rows += [_row(path, None, side, texts) for path, side in b[j1:j2]]
     final_a, final_b = store.run(run_a)["final_snapshot"], store.run(run_b)["final_snapshot"]
     return RunComparison(a=run_a, b=run_b, rows=rows, same_final=texts.same(final_a, final_b))
 
 
-def _row(name: str, a: ComparedPass | None, b: ComparedPass | None, texts: _Texts
-         ) -> ComparisonRow:
+def _row(path: tuple[str, ...], a: ComparedPass | None, b: ComparedPass | None,
+         texts: _Texts) -> ComparisonRow:
     same = texts.same(a["after"], b["after"]) if a is not None and b is not None else None
-    return ComparisonRow(name=name, a=a, b=b, same_after=same)
+    return ComparisonRow(name=path[-1], path=list(path[:-1]), a=a, b=b, same_after=same)

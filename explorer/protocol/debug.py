@@ -110,10 +110,12 @@ class ComparedPass(TypedDict):
 
 
 class ComparisonRow(TypedDict):
-    """One pass aligned across the two runs: `a` or `b` is null where that run did not run
-    it; `same_after` is true when both after-snapshots print the same text."""
+    """One leaf pass aligned across the two runs (by `path` and `name`): `a` or `b` is null
+    where that run did not run it; `same_after` is true when both after-snapshots print
+    the same text."""
 
     name: str
+    path: list[str]  # the Sequentials the pass ran in, outermost first
     a: ComparedPass | None
     b: ComparedPass | None
     same_after: bool | None

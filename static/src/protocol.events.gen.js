@@ -190,10 +190,12 @@ export {};
  */
 
 /**
- * One pass aligned across the two runs: `a` or `b` is null where that run did not run
- * it; `same_after` is true when both after-snapshots print the same text.
+ * One leaf pass aligned across the two runs (by `path` and `name`): `a` or `b` is null
+ * where that run did not run it; `same_after` is true when both after-snapshots print
+ * the same text.
  * @typedef {Object} ComparisonRow
  * @property {string} name
+ * @property {Array<string>} path
  * @property {(ComparedPass|null)} a
  * @property {(ComparedPass|null)} b
  * @property {(boolean|null)} same_after
