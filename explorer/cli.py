@@ -79,6 +79,11 @@ def _parser() -> argparse.ArgumentParser:
     delete = sub.add_parser("delete", help="delete a session (with its runs) or a run")
     delete.add_argument("id", help="a session id or a run id")
     delete.add_argument("--data", type=Path, default=None, help="data folder")
+    compare = sub.add_parser("compare", help="compare two stored runs pass by pass")
+    compare.add_argument("runs", nargs=2, metavar="RUN", help="two run ids (explorer sessions)")
+    compare.add_argument("--differ", action="store_true",
+                         help="only the passes whose after-modules differ")
+    compare.add_argument("--data", type=Path, default=None, help="data folder")
     return parser
 
 
@@ -98,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return serve(args)
-        if args.command in ("sessions", "delete"):
+        if args.command in ("sessions", "delete", "compare"):
             return manage(args, sys.stdout, sys.stderr)
         return terminal_run(args, sys.stdout, sys.stderr)
     except ApiError as err:
@@ -185,7 +190,8 @@ def _allowed_hosts(host: str, extra: list[str]) -> list[str]:
 
 # --- sessions / delete -----------------------------------------------------------------------
 def manage(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """`sessions` lists the data folder's sessions; `delete ID` deletes a session or a run."""
+    """`sessions` lists the data folder's sessions; `delete ID` deletes a session or a run;
+    `compare A B` prints two runs pass by pass."""
     from explorer import create_app
 
     config = {} if args.data is None else {"DATA_DIR": str(args.data.resolve())}
@@ -197,6 +203,11 @@ def manage(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     store = Store(data_dir / "explorer.sqlite3")
     sessions = SessionService(store, data_dir / "models")
     try:
+        if args.command == "compare":
+            from explorer.compare import compare_runs, comparison_text
+
+            print(comparison_text(compare_runs(store, *args.runs), args.differ), file=out)
+            return EXIT_OK
         if args.command == "sessions":
             for session in store.sessions():
                 runs = store.runs_of(session["id"])

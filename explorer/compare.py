@@ -105,3 +105,32 @@ def _row(path: tuple[str, ...], a: ComparedPass | None, b: ComparedPass | None,
          texts: _Texts) -> ComparisonRow:
     same = texts.same(a["after"], b["after"]) if a is not None and b is not None else None
     return ComparisonRow(name=path[-1], path=list(path[:-1]), a=a, b=b, same_after=same)
+
+
+# --- the terminal's table (`explorer compare A B`) ----------------------------------------
+def _side_text(side: ComparedPass | None) -> str:
+    if side is None:
+        return "not run"
+    if side["failed"]:
+        return "failed"
+    what = "changed" if side["changed"] else "-"
+    numerics = side["numerics"]
+    mark = "" if numerics is None else (" ok" if numerics["ok"] else " DRIFT")
+    return f"{what:<8}{side['elapsed_ms'] or 0:>9.2f} ms {side['nodes'] or 0:>7}{mark}"
+
+
+def comparison_text(comparison: RunComparison, differ_only: bool = False) -> str:
+    """The comparison as a table: pass, run A, run B (changed, time, nodes, numerics), and
+    whether the two after-modules are the same."""
+    rows = [r for r in comparison["rows"] if not differ_only or r["same_after"] is not True]
+    width = max([len(" > ".join([*r["path"][1:], r["name"]])) for r in rows] + [4])
+    lines = [f"{'pass':<{width}}  {'run A ' + comparison['a']:<30}  "
+             f"{'run B ' + comparison['b']:<30}  after"]
+    for row in rows:
+        name = " > ".join([*row["path"][1:], row["name"]])
+        same = {True: "same", False: "differs", None: ""}[row["same_after"]]
+        lines.append(f"{name:<{width}}  {_side_text(row['a']):<30}  {_side_text(row['b']):<30}"
+                     f"  {same}".rstrip())
+    final = {True: "identical", False: "differ", None: "?"}[comparison["same_final"]]
+    lines.append(f"final modules: {final}")
+    return "\n".join(lines)

@@ -112,6 +112,7 @@ def test_two_resnet50_runs_compare_pass_by_pass(page: Any, server: str, onnx_mod
     full, _ = run_on_page(page, server, quick=True)
     page.locator("details.options-more summary").click()
     page.locator("input[data-pass='FoldScaleAxis']").uncheck()
+    page.locator("details.options-more summary").click()  # closed again
     without, events = run_on_page(page, server, quick=True)
     assert events[-1]["type"] == "run_finished"
     assert events[0]["data"]["options"]["disabled_pass"] == ["FoldScaleAxis"]

@@ -70,3 +70,19 @@ def test_compare_names_what_is_wrong(client):
     assert client.get("/api/compare?a=x").status_code == 400
     missing = client.get("/api/compare?a=nope&b=other")
     assert missing.status_code == 404 and missing.get_json()["error"]["code"] == "not_found"
+
+
+def test_the_cli_prints_the_comparison(client, sock, data_dir, capsys):
+    from explorer.cli import main
+
+    session = upload(client)
+    a = _run(sock, session["id"], passes=["ExplorerTestNoop", "ExplorerTestRebuild"])
+    b = _run(sock, session["id"], passes=["ExplorerTestNoop"])
+    assert main(["compare", a, b, "--data", str(data_dir)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("pass") and a in lines[0] and b in lines[0]
+    assert lines[1].startswith("ExplorerTestNoop") and lines[1].endswith("same")
+    assert lines[2].startswith("ExplorerTestRebuild") and "not run" in lines[2]
+    assert lines[-1] == "final modules: identical"  # a rebuild prints the same text
+    assert main(["compare", a, "nope", "--data", str(data_dir)]) == 1
+    assert "no run 'nope'" in capsys.readouterr().err

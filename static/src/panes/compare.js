@@ -135,7 +135,8 @@ export class CompareRunsPane extends Pane {
     const tr = h("tr.compare-row", { dataset: { same: String(row.same_after), name: row.name },
       title: [...row.path, row.name].join(" › "), tabIndex: 0,
       on: { click: () => this.openRow(row), keydown: (e) => { if (e.key === "Enter") this.openRow(row); } } },
-    h("td.pass", {}, row.path.length ? h("span.compare-path", {}, `${row.path.at(-1)} › `) : null, row.name),
+    // the enclosing Sequential, unless it is the pipeline itself (every row has that one)
+    h("td.pass", {}, row.path.length > 1 ? h("span.compare-path", {}, `${row.path.at(-1)} › `) : null, row.name),
     ...sideCells(row.a, "a"), ...sideCells(row.b, "b"),
     h(`td.same.${row.same_after === false ? "differs" : "same"}`, {}, same));
     return tr;
