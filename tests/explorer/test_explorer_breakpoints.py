@@ -210,7 +210,7 @@ def test_breakpoints_set_while_running_reach_the_worker(app, data_dir):
 
 
 def test_a_paused_run_is_not_stopped_as_stalled(data_dir):
-    app = _app(data_dir, RUN_STALL_TIMEOUT=0.5)
+    app = _app(data_dir, RUN_STALL_TIMEOUT=1.5)  # (the worker's start must stay under it)
     try:
         client, sock = app.test_client(), _watch(app)
         session = upload(client)
@@ -218,7 +218,7 @@ def test_a_paused_run_is_not_stopped_as_stalled(data_dir):
                         )["run_id"]
         subscribe(sock, run_id)
         collect_until(sock, _paused())
-        time.sleep(2.0)  # four stall limits: a stall would have been cancelled by now
+        time.sleep(4.0)  # over two stall limits: a stall would have been cancelled by now
         assert client.get(f"/api/runs/{run_id}").get_json()["run"]["status"] == "running"
         assert _stored(client, run_id)[-1]["type"] == "run_paused"
         client.put(f"/api/runs/{run_id}/breakpoints", json={"breakpoints": []})
@@ -256,3 +256,38 @@ def test_resume_answers_for_runs_that_are_not_paused(app):
     ack = sock.emit("resume_run", {"run_id": run_id, "action": "continue"}, namespace=NAMESPACE,
                     callback=True)
     assert ack == {"ok": False}
+
+
+def test_before_fuse_ops_in_relay_build_two_watchers_and_a_reconnecting_one(app):
+    """The acceptance on the real pipeline: relay.build pauses before FuseOps; a watcher
+    reconnects while paused; Continue builds; every watcher has the whole stream once."""
+    client, a, b = app.test_client(), _watch(app), _watch(app)
+    session = upload(client)
+    ack = a.emit("start_run", {"session_id": session["id"], "options": {"opt_level": 3},
+                               "breakpoints": [{"kind": "before", "target": "FuseOps"}]},
+                 namespace=NAMESPACE, callback=True)
+    run_id = ack["run_id"]
+    subscribe(a, run_id)
+    subscribe(b, run_id)
+    got_a = collect_until(a, _paused())
+    got_b = collect_until(b, _paused())
+    pause = got_a[-1]["data"]
+    assert (pause["name"], pause["when"]) == ("FuseOps", "before")
+    assert "FuseOps" not in {e["data"].get("name") for e in got_a if e["type"] == "pass_started"}
+    text = client.get(f"/api/snapshots/{pause['snapshot']}?part=text").get_json()
+    assert "Primitive" not in text["snapshot"]["text"]  # nothing is fused yet
+    b.disconnect(namespace=NAMESPACE)
+    b = _watch(app)
+    subscribe(b, run_id, since=len(got_b))
+    assert _resume(client, run_id, "continue").get_json() == {"ok": True}
+    got_a += collect_until(a, terminal, timeout=60)
+    got_b += collect_until(b, terminal, timeout=60)
+    stored = _stored(client, run_id)
+    assert stored[-1]["type"] == "run_finished"
+    assert "build_finished" in [e["type"] for e in stored]
+    assert got_a == stored and got_b == stored
+    fuse = next(e["data"] for e in stored if e["type"] == "pass_finished"
+                and e["data"]["name"] == "FuseOps")
+    assert fuse["before"] == pause["snapshot"] and fuse["changed"] is True
+    fused = client.get(f"/api/snapshots/{fuse['after']}?part=text").get_json()
+    assert "Primitive" in fused["snapshot"]["text"]
