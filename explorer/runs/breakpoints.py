@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from typing import TextIO
 
 from explorer.protocol import (
     RUN_PAUSED,
@@ -25,6 +26,8 @@ from explorer.protocol import (
     Breakpoint,
     Publish,
     ResumeAction,
+    bad_request,
+    check_breakpoints,
     run_paused,
     run_resumed,
 )
@@ -120,6 +123,14 @@ class PauseGate:
         elif self._stepping:
             self._pause(index, name, "after", after, f"stepped over {name}", None, [])
 
+    def _await_action(self, snapshot: int) -> ResumeAction:
+        """Block until `command()` or a cancel says how to go on (the terminal's gate asks
+        its user instead)."""
+        with self._cond:
+            while self._action is None and not self.cancel.is_set():
+                self._cond.wait()
+            return "stop" if self.cancel.is_set() else (self._action or "stop")
+
     # --- helpers -------------------------------------------------------------------------
     def _matching(self, kind: str, name: str) -> Breakpoint | None:
         with self._cond:
@@ -143,13 +154,52 @@ class PauseGate:
         self._publish(RUN_PAUSED, run_paused(pass_index=index, name=name, when=when,
                                              snapshot=snapshot, reason=reason,
                                              breakpoint=point, layers=layers))
+        action = self._await_action(snapshot)
         with self._cond:
-            while self._action is None and not self.cancel.is_set():
-                self._cond.wait()
-            action: ResumeAction = "stop" if self.cancel.is_set() else (self._action or "stop")
             self._paused, self._action = False, None
             self._stepping = action == "step"
         self._publish(RUN_RESUMED, run_resumed(action=action))
         if action == "stop":
             self.cancel.set()
             raise RunCancelledError("the run was stopped at a breakpoint")
+
+
+class TerminalGate(PauseGate):
+    """`explorer run --break ...`: at a pause, the terminal asks what to do (continue, step,
+    print the module, stop); the end of the input continues."""
+
+    PROMPT = "paused: [c]ontinue, [s]tep one pass, [p]rint the module, [q]uit (stop) > "
+    ACTIONS: dict[str, ResumeAction] = {"c": "continue", "continue": "continue", "": "continue",
+                                        "s": "step", "step": "step", "q": "stop",
+                                        "quit": "stop", "stop": "stop"}
+
+    def __init__(self, breakpoints: Iterable[Breakpoint], store: Store, read: TextIO,
+                 out: TextIO) -> None:
+        super().__init__(breakpoints, threading.Event())
+        self.store, self.read, self.out = store, read, out
+
+    def _await_action(self, snapshot: int) -> ResumeAction:
+        while True:
+            print(f"\n{self.PROMPT}", end="", file=self.out, flush=True)
+            line = self.read.readline()
+            if not line:  # end of input: run on
+                print("(end of input: continuing)", file=self.out)
+                return "continue"
+            answer = line.strip().lower()
+            if not self.read.isatty():  # piped answers: the transcript shows them
+                print(answer, file=self.out)
+            if answer in ("p", "print"):
+                print(self.store.snapshot(snapshot)["text"], file=self.out)
+            elif answer in self.ACTIONS:
+                return self.ACTIONS[answer]
+            else:
+                print(f"unknown answer {answer!r}", file=self.out)
+
+
+def parse_breakpoint(text: str) -> Breakpoint:
+    """`before:FuseOps`, `after:FoldConstant` or `touches:conv1` (the CLI's --break)."""
+    kind, sep, target = text.partition(":")
+    if not sep:
+        raise bad_request("bad_breakpoints", f"--break {text!r}: write before:PASS, "
+                          "after:PASS or touches:LAYER")
+    return check_breakpoints([{"kind": kind, "target": target}])[0]

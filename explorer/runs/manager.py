@@ -32,6 +32,7 @@ from explorer.protocol import (
     empty_summary,
     run_queued,
 )
+from explorer.runs.breakpoints import PauseGate
 from explorer.runs.children import load_plugins, warm_up
 from explorer.runs.config import RunConfig
 from explorer.runs.execution import Execution, finish_run
@@ -94,15 +95,19 @@ class RunManager:
         self.store.add_run(empty_summary(run_id, session_id, options.to_json()))
         return run_id
 
-    def start_sync(self, session_id: str, options: RunOptions) -> str:
-        """Run in the calling thread (the CLI); returns the run id once it has ended."""
+    def start_sync(self, session_id: str, options: RunOptions, gate: PauseGate | None = None
+                   ) -> str:
+        """Run in the calling thread (the CLI; `gate`: where it may pause); returns the run
+        id once it has ended."""
         run_id = self._new_run(session_id, options)
 
         def publish(etype: str, data: EventData) -> None:
             self.hub.publish(run_id, session_id, etype, data)
 
+        if gate is not None:
+            gate.bind(publish, self.store)
         outcome = Execution(self.store, self.sessions, publish, run_id, session_id, options,
-                            hooks=self.hooks).execute()
+                            hooks=self.hooks, gate=gate).execute()
         finish_run(self.store, self.hub, outcome)
         return run_id
 
