@@ -5,6 +5,7 @@ a paused run is not a stalled one."""
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -291,3 +292,28 @@ def test_before_fuse_ops_in_relay_build_two_watchers_and_a_reconnecting_one(app)
     assert fuse["before"] == pause["snapshot"] and fuse["changed"] is True
     fused = client.get(f"/api/snapshots/{fuse['after']}?part=text").get_json()
     assert "Primitive" in fused["snapshot"]["text"]
+
+
+def test_a_paused_runs_export_imports_with_its_pause_renumbered(app):
+    client, sock = app.test_client(), _watch(app)
+    session = upload(client)
+    run_id = _start(sock, session["id"], [{"kind": "after", "target": "ExplorerTestRebuild"}]
+                    )["run_id"]
+    subscribe(sock, run_id)
+    collect_until(sock, _paused())
+    _resume(client, run_id, "continue")
+    collect_until(sock, _paused())  # (the events after the first pause)
+    _resume(client, run_id, "continue")
+    collect_until(sock, terminal)
+    exported = client.get(f"/api/runs/{run_id}/export").data
+    resp = client.post("/api/runs/import", data={"file": (io.BytesIO(exported), "run.json")},
+                       content_type="multipart/form-data")
+    assert resp.status_code == 201, resp.get_json()
+    new_run = resp.get_json()["run"]["id"]
+    events = _stored(client, new_run)
+    pauses = [e["data"] for e in events if e["type"] == "run_paused"]
+    finished = {e["data"]["pass_index"]: e["data"] for e in events
+                if e["type"] == "pass_finished"}
+    assert len(pauses) == 2
+    for pause in pauses:  # the imported pause names the imported snapshot, not the old id
+        assert pause["snapshot"] == finished[pause["pass_index"]]["after"]
