@@ -149,3 +149,33 @@ def _compare(server: str, a: str, b: str) -> Any:
     from browser_helpers import api_get
 
     return api_get(server, f"/api/compare?a={a}&b={b}")
+
+
+def test_a_layer_breakpoint_pauses_after_the_pass_that_touches_it(page: Any, server: str,
+                                                                 onnx_model: Any) -> None:
+    session = upload(server, onnx_model("mlp"))
+    page.goto(f"/s/{session['id']}")
+    page.evaluate("localStorage.clear()")
+    page.reload()
+    page.get_by_test_id("build").uncheck()
+    page.get_by_test_id("check-numerics").uncheck()
+    page.get_by_test_id("bp-kind").select_option("touches")
+    # the session's layers are offered as targets
+    page.wait_for_function("[...document.querySelectorAll('#bp-targets option')]"
+                           ".some((o) => o.value === 'mlp/fc1')")
+    _add_breakpoint(page, "touches", "mlp/fc1")
+    assert page.get_by_test_id("bp-error").inner_text() == ""
+    page.get_by_test_id("run-button").click()
+    run_id = run_id_of(page)
+    _wait_paused(page, "after")
+    pause = run_events(server, run_id)[-1]["data"]
+    assert pause["layers"] == ["mlp/fc1"] and pause["breakpoint"]["kind"] == "touches"
+    assert "touched layer mlp/fc1" in page.get_by_test_id("paused-bar").inner_text()
+    assert page.get_by_test_id("run-status").inner_text().startswith("paused after")
+    page.get_by_role("button", name="Remove breakpoint touches layer mlp/fc1").click()
+    page.get_by_test_id("resume-continue").click()
+    page.wait_for_function(STATUS_DONE)
+    events = wait_run_done(server, run_id)
+    assert events[-1]["type"] == "run_finished"
+    assert [e["type"] for e in events].count("run_paused") == 1  # the list changed live
+    assert not page.watch.errors

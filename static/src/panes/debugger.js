@@ -49,6 +49,7 @@ export class DebuggerPane extends Pane {
     this.passNames = [];
     this.layerNames = [];
     this.syncedRun = null;
+    this.pendingSync = null;
     api.passes().then(({ passes }) => { this.passNames = passes; this.offerTargets(); }).catch(() => null);
     this.listen(TOPIC.RUN_RESET, () => { this.model = null; this.syncedRun = null; this.renderPaused(); });
     this.listen(TOPIC.RUN_CHANGED, (model) => this.runChanged(model));
@@ -104,7 +105,8 @@ export class DebuggerPane extends Pane {
     this.hub.emit(TOPIC.BREAKPOINTS, { breakpoints: this.current() });
     const runId = this.model && !this.model.finished ? this.model.runId : null;
     if (runId) {
-      request(C2S.SET_BREAKPOINTS, { run_id: runId, breakpoints: this.current() })
+      // a Continue pressed right after waits for this ack, so the worker has the new list first
+      this.pendingSync = request(C2S.SET_BREAKPOINTS, { run_id: runId, breakpoints: this.current() })
         .then((ack) => { if (ack?.error) this.error.textContent = ack.error.message; })
         .catch((err) => { this.error.textContent = err.message; });
     }
@@ -191,6 +193,7 @@ export class DebuggerPane extends Pane {
     const runId = this.model?.runId;
     if (!runId) return;
     for (const b of this.pausedBar.querySelectorAll("button")) b.disabled = true;
+    await this.pendingSync;
     try {
       const ack = await request(C2S.RESUME_RUN, { run_id: runId, action });
       if (ack?.error) throw new Error(ack.error.message);
