@@ -317,3 +317,22 @@ def test_a_paused_runs_export_imports_with_its_pause_renumbered(app):
     assert len(pauses) == 2
     for pause in pauses:  # the imported pause names the imported snapshot, not the old id
         assert pause["snapshot"] == finished[pause["pass_index"]]["after"]
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_stop_at_a_pause_cancels_the_run_keeping_its_snapshots(app, where):
+    client, sock = app.test_client(), _watch(app)
+    session = upload(client)
+    run_id = _start(sock, session["id"], [{"kind": where, "target": "ExplorerTestRebuild"}]
+                    )["run_id"]
+    subscribe(sock, run_id)
+    events = collect_until(sock, _paused())
+    assert _resume(client, run_id, "stop").get_json() == {"ok": True}
+    events += collect_until(sock, terminal)
+    types = [e["type"] for e in events]
+    assert types[-2:] == ["run_resumed", "run_cancelled"], types
+    assert "pass_failed" not in types  # a stop is no failure
+    run = client.get(f"/api/runs/{run_id}").get_json()["run"]
+    assert run["status"] == "cancelled" and run["final_snapshot"] is not None
+    finished = [e["data"]["name"] for e in events if e["type"] == "pass_finished"]
+    assert ("ExplorerTestRebuild" in finished) == (where == "after")
