@@ -13,6 +13,23 @@ typedefs are generated from here into `static/src/protocol*.gen.js`
 (`python -m explorer.protocol.js_gen`); a test fails when that file is stale.
 """
 
+from explorer.protocol.debug import (
+    RESUME_ACTIONS,
+    Breakpoint,
+    BreakpointList,
+    ComparedPass,
+    ComparisonRow,
+    ResumeAck,
+    ResumeAction,
+    RunComparison,
+    RunPaused,
+    RunResumed,
+    check_action,
+    check_breakpoints,
+    check_run_pair,
+    run_paused,
+    run_resumed,
+)
 from explorer.protocol.errors import (
     CROSS_ORIGIN,
     FOREIGN_HOST,
@@ -116,14 +133,18 @@ from explorer.protocol.names import (
     PASS_FAILED,
     PASS_FINISHED,
     PASS_STARTED,
+    RESUME_RUN,
     RUN_CANCELLED,
     RUN_EVENT,
     RUN_FAILED,
     RUN_FAILED_CODES,
     RUN_FINISHED,
+    RUN_PAUSED,
     RUN_QUEUED,
+    RUN_RESUMED,
     RUN_STARTED,
     RUN_STATUSES,
+    SET_BREAKPOINTS,
     START_RUN,
     SUBSCRIBE,
     TEDD_VIEWS,
@@ -183,4 +204,9 @@ __all__ = [
     "Snapshot", "SnapshotDetail", "SnapshotSourceMap", "SnapshotSourceMapDetail",
     "SnapshotText", "SnapshotTextDetail", "StartRunAck", "StartRunRequest", "SubscribeAck",
     "SubscribeRequest", "TeddDiagrams", "Timing", "TimingNode",
+    # debugging: breakpoints, pause and resume, comparing runs
+    "RESUME_ACTIONS", "RESUME_RUN", "RUN_PAUSED", "RUN_RESUMED", "SET_BREAKPOINTS", "Breakpoint",
+    "BreakpointList", "ComparedPass", "ComparisonRow", "ResumeAck", "ResumeAction",
+    "RunComparison", "RunPaused", "RunResumed", "check_action", "check_breakpoints",
+    "check_run_pair", "run_paused", "run_resumed",
 ]

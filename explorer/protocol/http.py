@@ -5,6 +5,7 @@ Routes and queries build them with the TypedDict constructors, keyword by keywor
 
 from typing import Any, NotRequired, TypedDict
 
+from explorer.protocol.debug import Breakpoint, BreakpointList, ResumeAck
 from explorer.protocol.errors import ErrorResponse
 from explorer.protocol.names import BacktraceAction, DiffTag
 from explorer.protocol.options import RunOptionsJSON
@@ -237,6 +238,7 @@ class ScheduleDetail(TypedDict):
 class StartRunRequest(TypedDict):
     session_id: str
     options: RunOptionsJSON
+    breakpoints: NotRequired[list[Breakpoint]]  # where the run pauses (explorer/protocol/debug.py)
 
 
 class StartRunAck(TypedDict):
@@ -265,7 +267,7 @@ class OkAck(TypedDict):
     ok: bool
 
 
-Ack = StartRunAck | SubscribeAck | OkAck | ErrorResponse
+Ack = StartRunAck | SubscribeAck | OkAck | BreakpointList | ResumeAck | ErrorResponse
 
 class ExportedEvent(TypedDict):
     index: int

@@ -50,7 +50,12 @@ from explorer.protocol import (
 )
 from explorer.runs.children import PassesHook
 from explorer.runs.numerics import PassNumerics, PassTree, analyze_break, replay_apply
-from explorer.runs.recording import RecordingInstrument, RunCancelledError, SnapshotRecorder
+from explorer.runs.recording import (
+    PassGate,
+    RecordingInstrument,
+    RunCancelledError,
+    SnapshotRecorder,
+)
 from explorer.runs.schedules import schedules_of
 from explorer.sessions import SessionService
 from explorer.store import Store
@@ -177,7 +182,8 @@ class Execution:
 
     def __init__(self, store: Store, sessions: SessionService, publish: Publish, run_id: str,
                  session_id: str, options: RunOptions, cancel: threading.Event | None = None,
-                 hooks: Sequence[PassesHook] = (), announced: int | None = None) -> None:
+                 hooks: Sequence[PassesHook] = (), announced: int | None = None,
+                 gate: PassGate | None = None) -> None:
         self.store = store
         self.sessions = sessions
         self.publish = publish
@@ -188,6 +194,7 @@ class Execution:
         self.cancel = cancel or threading.Event()
         self.hooks = tuple(hooks)
         self.announced = announced  # the initial snapshot of a run_started already published
+        self.gate = gate  # where the run may pause (breakpoints), if anywhere
         self.started = time.perf_counter()
         self.instrument: RecordingInstrument | None = None
         self.numerics: PassNumerics | None = None
@@ -227,7 +234,7 @@ class Execution:
             except Exception as exc:  # reported in run_started; the run goes on without it
                 numerics_error = f"{type(exc).__name__}: {exc}"
         self.instrument = RecordingInstrument(recorder, self.publish, self.cancel,
-                                              self.numerics)
+                                              self.numerics, self.gate)
         ctx = run_context(self.options, [self.instrument])
         passes = self.passes = run_passes(self.options, ctx, self.hooks)
         self.summary["final_snapshot"] = initial

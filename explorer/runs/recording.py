@@ -20,7 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from explorer.compiler import IRModule, PassInstrument, SourceMapTable, print_snapshot
 from explorer.protocol import (
@@ -46,6 +46,17 @@ class ImportMismatchError(Exception):
 
 class RunCancelledError(Exception):
     """Raised from an instrument hook when the user cancelled the run."""
+
+
+class PassGate(Protocol):
+    """Where a run may pause between passes (explorer/runs/breakpoints.py): called with the
+    module recorded before a pass (before its pass_started), and after its pass_finished;
+    it may block, and raises RunCancelledError to stop the run."""
+
+    def before_pass(self, index: int, name: str, snapshot: int) -> None: ...
+
+    def after_pass(self, index: int, name: str, leaf: bool, before: int, after: int
+                   ) -> None: ...
 
 
 @dataclass(slots=True)
@@ -157,8 +168,10 @@ class RecordingInstrument(PassInstrument):
 
     def __init__(self, recorder: SnapshotRecorder, publish: Publish,
                  cancel: threading.Event | None = None,
-                 numerics: PassNumerics | None = None) -> None:
+                 numerics: PassNumerics | None = None,
+                 gate: PassGate | None = None) -> None:
         super().__init__()
+        self.gate = gate
         self.recorder = recorder
         self.publish = publish
         self.cancel = cancel or threading.Event()
@@ -187,6 +200,8 @@ class RecordingInstrument(PassInstrument):
                        parent, self.recorder.record(mod), module=mod)
         self._next_index += 1
         self.state.last_snapshot = frame.before
+        if self.gate is not None:  # a pause here is recording overhead, in no pass's time
+            self.gate.before_pass(frame.index, frame.name, frame.before.id)
         if self._stack:
             self._stack[-1].leaf = False
         self.publish(PASS_STARTED, pass_started(
@@ -220,6 +235,9 @@ class RecordingInstrument(PassInstrument):
             stats=pass_stats(nodes=after.num_nodes,
                              nodes_delta=after.num_nodes - frame.before.num_nodes),
             numerics=numerics))
+        if self.gate is not None:
+            self.gate.after_pass(frame.index, frame.name, frame.leaf, frame.before.id,
+                                 after.id)
         self._overhead += time.perf_counter() - t0
 
     def run_after_pass_failed(self, mod: IRModule, info: Any, exc: BaseException) -> None:

@@ -232,6 +232,7 @@ export {};
  * @typedef {Object} StartRunRequest
  * @property {string} session_id
  * @property {RunOptionsJSON} options
+ * @property {Array<Breakpoint>} [breakpoints]
  */
 
 /**

@@ -41,6 +41,22 @@ export class TimelinePane extends Pane {
     this.listen(TOPIC.RUN_RESET, () => this.reset());
     this.listen(TOPIC.RUN_CHANGED, (model) => { this.model = model; this.refresh(); });
     this.listen(TOPIC.PASS_SELECTED, ({ passIndex }) => this.markSelected(passIndex));
+    this.breakBefore = new Set();
+    this.listen(TOPIC.BREAKPOINTS, ({ breakpoints }) => {
+      this.breakBefore = new Set(breakpoints.filter((b) => b.kind === "before").map((b) => b.target));
+      this.refresh();
+    });
+  }
+
+  /** The row's ● toggles a breakpoint before every pass of that name (explorer/runs/breakpoints.py). */
+  breakpointDot(row) {
+    const on = this.breakBefore.has(row.name);
+    return h("button.bp-toggle", { type: "button", "aria-pressed": String(on), "data-testid": "bp-toggle",
+      title: `${on ? "Remove the" : "Add a"} breakpoint before ${row.name}`, "aria-label": `Breakpoint before ${row.name}`,
+      on: { click: (e) => {
+        e.stopPropagation();
+        this.hub.emit(TOPIC.BREAKPOINT_TOGGLE, { kind: "before", target: row.name });
+      } } });
   }
 
   reset() {
@@ -70,6 +86,7 @@ export class TimelinePane extends Pane {
         this.rowEls.set(row.pass_index, el);
       }
       fillRow(el, row, maxMs);
+      el.prepend(this.breakpointDot(row));
       el.hidden = (hide && row.changed === false) || (query && !row.name.toLowerCase().includes(query));
       el.setAttribute("aria-selected", String(row.pass_index === this.selected));
       if (el.previousSibling !== prev || el.parentNode !== this.list) {
