@@ -12,6 +12,8 @@ from explorer import exchange, queries
 from explorer.demo import demo_session
 from explorer.extensions import services
 from explorer.protocol import MAX_SAFE_INT, ApiError, bad_request
+from explorer.runs.schedules import node_json
+from explorer.runs.tensors import inspect_tensor
 
 bp = Blueprint("explorer", __name__)
 
@@ -165,6 +167,14 @@ def get_layer(rid: str, layer: str) -> Response:
     return jsonify(queries.layer_nodes(svc.store, svc.snapshots, rid, layer))
 
 
+@bp.get("/api/runs/<rid>/tensors/<int:snapshot_id>/<int:node_id>")
+def get_tensor(rid: str, snapshot_id: int, node_id: int) -> Response:
+    svc = services()
+    return jsonify({"tensor": inspect_tensor(svc.store, rid, snapshot_id, node_id,
+                                             str(svc.data_dir / "models"),
+                                             svc.runs.config.plugins)})
+
+
 @bp.get("/api/runs/<rid>/timing")
 def get_timing(rid: str) -> Response:
     store = services().store
@@ -174,25 +184,12 @@ def get_timing(rid: str) -> Response:
 
 @bp.get("/api/runs/<rid>/schedules")
 def get_schedules(rid: str) -> Response:
-    nodes = _schedules(rid)
-    return jsonify({"nodes": [{k: v for k, v in n.items() if k != "steps"} for n in nodes]})
+    return jsonify({"nodes": [node_json(r) for r in services().kernel_steps.records(rid)]})
 
 
 @bp.get("/api/runs/<rid>/schedules/<int:index>")
 def get_schedule(rid: str, index: int) -> Response:
-    for node in _schedules(rid):
-        if node["index"] == index:
-            steps = node["steps"]
-            return jsonify({"node": {k: v for k, v in node.items() if k != "steps"},
-                            "steps": steps})
-    raise ApiError(404, "not_found", f"run {rid!r} has no graph node {index}")
-
-
-def _schedules(rid: str) -> list[dict[str, Any]]:
-    store = services().store
-    store.run(rid)
-    nodes: list[dict[str, Any]] = store.artifact(rid, "schedules", [])
-    return nodes
+    return jsonify(services().kernel_steps.detail(rid, index))
 
 
 @bp.get("/api/runs/<rid>/export")

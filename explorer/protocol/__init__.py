@@ -13,6 +13,23 @@ typedefs are generated from here into `static/src/protocol*.gen.js`
 (`python -m explorer.protocol.js_gen`); a test fails when that file is stale.
 """
 
+from explorer.protocol.debug import (
+    RESUME_ACTIONS,
+    Breakpoint,
+    BreakpointList,
+    ComparedPass,
+    ComparisonRow,
+    ResumeAck,
+    ResumeAction,
+    RunComparison,
+    RunPaused,
+    RunResumed,
+    check_action,
+    check_breakpoints,
+    check_run_pair,
+    run_paused,
+    run_resumed,
+)
 from explorer.protocol.errors import (
     CROSS_ORIGIN,
     FOREIGN_HOST,
@@ -29,6 +46,7 @@ from explorer.protocol.errors import (
 from explorer.protocol.events import (
     EVENT_PAYLOADS,
     BuildFinished,
+    BuildProgress,
     BuildStarted,
     EventData,
     PassFailed,
@@ -43,6 +61,7 @@ from explorer.protocol.events import (
     RunQueued,
     RunStarted,
     build_finished,
+    build_progress,
     build_started,
     data_as,
     numerics,
@@ -69,6 +88,8 @@ from explorer.protocol.http import (
     ExportedEvent,
     ExportedGraph,
     ExportedSnapshot,
+    KernelCall,
+    KernelNode,
     LayerLookup,
     LayerNode,
     OkAck,
@@ -98,12 +119,16 @@ from explorer.protocol.http import (
     SubscribeAck,
     SubscribeRequest,
     TeddDiagrams,
+    TensorReference,
+    TensorReport,
+    TensorStats,
     Timing,
     TimingNode,
 )
 from explorer.protocol.names import (
     BACKTRACE_ACTIONS,
     BUILD_FINISHED,
+    BUILD_PROGRESS,
     BUILD_STARTED,
     CANCEL_RUN,
     CLIENT_EVENTS,
@@ -113,14 +138,18 @@ from explorer.protocol.names import (
     PASS_FAILED,
     PASS_FINISHED,
     PASS_STARTED,
+    RESUME_RUN,
     RUN_CANCELLED,
     RUN_EVENT,
     RUN_FAILED,
     RUN_FAILED_CODES,
     RUN_FINISHED,
+    RUN_PAUSED,
     RUN_QUEUED,
+    RUN_RESUMED,
     RUN_STARTED,
     RUN_STATUSES,
+    SET_BREAKPOINTS,
     START_RUN,
     SUBSCRIBE,
     TEDD_VIEWS,
@@ -135,9 +164,12 @@ from explorer.protocol.names import (
 )
 from explorer.protocol.options import RunOptions, RunOptionsJSON
 from explorer.protocol.shapes import (
+    BisectRewrite,
     FrontendGraph,
     Layer,
     Numerics,
+    NumericsBisect,
+    NumericsBreak,
     QParam,
     RunEvent,
     RunSummary,
@@ -150,7 +182,7 @@ from explorer.protocol.shapes import (
 __all__ = [
     "CROSS_ORIGIN", "FOREIGN_HOST", "MAX_SAFE_INT", "RUN_ACTIVE", "SYMBOLIC_INPUTS", "TOKEN_REQUIRED",
     # names
-    "BACKTRACE_ACTIONS", "BUILD_FINISHED", "BUILD_STARTED", "CANCEL_RUN", "CLIENT_EVENTS",
+    "BACKTRACE_ACTIONS", "BUILD_FINISHED", "BUILD_PROGRESS", "BUILD_STARTED", "CANCEL_RUN", "CLIENT_EVENTS",
     "MODEL_FORMATS", "model_format",
     "NAMESPACE", "PASS_FAILED", "PASS_FINISHED", "PASS_STARTED", "RUN_CANCELLED", "RUN_EVENT",
     "RUN_FAILED", "RUN_FAILED_CODES", "RUN_FINISHED", "RUN_QUEUED", "RUN_STARTED",
@@ -159,21 +191,27 @@ __all__ = [
     # errors
     "ApiError", "ErrorBody", "ErrorResponse", "bad_request", "error_response", "not_found",
     # options and shapes
-    "RunOptions", "RunOptionsJSON", "FrontendGraph", "Layer", "Numerics", "QParam", "RunEvent",
+    "RunOptions", "RunOptionsJSON", "BisectRewrite", "FrontendGraph", "Layer", "Numerics",
+    "NumericsBisect", "NumericsBreak", "QParam", "RunEvent",
     "RunSummary", "Session", "SourceMapEntry", "TensorInfo", "empty_summary",
     # run events
-    "EVENT_PAYLOADS", "BuildFinished", "BuildStarted", "EventData", "PassFailed",
+    "EVENT_PAYLOADS", "BuildFinished", "BuildProgress", "BuildStarted", "EventData", "PassFailed",
     "PassFinished", "PassStarted", "PassStats", "PlannedPass", "Publish", "RunCancelled",
-    "RunFailed", "RunFinished", "RunQueued", "RunStarted", "build_finished", "build_started",
+    "RunFailed", "RunFinished", "RunQueued", "RunStarted", "build_finished", "build_progress", "build_started",
     "data_as", "numerics", "pass_failed", "pass_finished", "pass_started", "pass_stats",
     "planned_pass", "run_cancelled", "run_failed", "run_finished", "run_queued",
     "run_started",
     # http and socket acks
     "Ack", "Backtrace", "BacktraceStep", "Diff", "DiffHunk", "DiffNodes", "DiffSummary", "EventsPage",
     "ExportedEvent", "ExportedGraph", "ExportedSnapshot", "LayerLookup", "LayerNode", "OkAck", "PassList",
-    "RunArtifacts", "RunDetail", "RunExport", "RunImported", "RunRequest", "ScheduleDetail", "ScheduleList",
-    "ScheduleNode", "ScheduleRecord", "ScheduleStep", "SessionCreated", "SessionDetail", "SessionList", "SessionRenamed",
+    "RunArtifacts", "RunDetail", "RunExport", "RunImported", "RunRequest", "KernelCall", "KernelNode", "ScheduleDetail", "ScheduleList",
+    "ScheduleNode", "ScheduleRecord", "ScheduleStep", "TensorReference", "TensorReport", "TensorStats", "SessionCreated", "SessionDetail", "SessionList", "SessionRenamed",
     "Snapshot", "SnapshotDetail", "SnapshotSourceMap", "SnapshotSourceMapDetail",
     "SnapshotText", "SnapshotTextDetail", "StartRunAck", "StartRunRequest", "SubscribeAck",
     "SubscribeRequest", "TeddDiagrams", "Timing", "TimingNode",
+    # debugging: breakpoints, pause and resume, comparing runs
+    "RESUME_ACTIONS", "RESUME_RUN", "RUN_PAUSED", "RUN_RESUMED", "SET_BREAKPOINTS", "Breakpoint",
+    "BreakpointList", "ComparedPass", "ComparisonRow", "ResumeAck", "ResumeAction",
+    "RunComparison", "RunPaused", "RunResumed", "check_action", "check_breakpoints",
+    "check_run_pair", "run_paused", "run_resumed",
 ]

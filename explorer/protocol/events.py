@@ -8,8 +8,12 @@ emitted) and readers annotate with the TypedDicts.
 from collections.abc import Callable
 from typing import TypedDict, TypeVar, cast
 
+from explorer.protocol.debug import RunPaused, RunResumed
+from explorer.protocol.debug import run_paused as run_paused  # builders of every event type
+from explorer.protocol.debug import run_resumed as run_resumed  # are reachable from here
 from explorer.protocol.names import (
     BUILD_FINISHED,
+    BUILD_PROGRESS,
     BUILD_STARTED,
     PASS_FAILED,
     PASS_FINISHED,
@@ -17,7 +21,9 @@ from explorer.protocol.names import (
     RUN_CANCELLED,
     RUN_FAILED,
     RUN_FINISHED,
+    RUN_PAUSED,
     RUN_QUEUED,
+    RUN_RESUMED,
     RUN_STARTED,
 )
 from explorer.protocol.options import RunOptionsJSON
@@ -88,7 +94,18 @@ class PassFailed(TypedDict):
 
 
 class BuildStarted(TypedDict):
-    """relay.build began (no fields)."""
+    """relay.build began lowering (no fields): LowerTE started."""
+
+
+class BuildProgress(TypedDict):
+    """LowerTE lowered `done` of the `total` fused calls, into `kernels` distinct kernels so
+    far (calls of identical functions share one); `kernel` is the last one. Sent at most a
+    few times a second, always for the first and the last call."""
+
+    done: int
+    total: int
+    kernels: int
+    kernel: str
 
 
 class BuildFinished(TypedDict):
@@ -110,8 +127,9 @@ class RunCancelled(TypedDict):
     message: str | None
 
 
-EventData = (RunQueued | RunStarted | PassStarted | PassFinished | PassFailed | BuildStarted
-             | BuildFinished | RunFinished | RunFailed | RunCancelled)
+EventData = (RunQueued | RunStarted | PassStarted | PassFinished | PassFailed | RunPaused
+             | RunResumed | BuildStarted | BuildProgress | BuildFinished | RunFinished
+             | RunFailed | RunCancelled)
 
 EVENT_PAYLOADS: dict[str, type] = {
     RUN_QUEUED: RunQueued,
@@ -119,7 +137,10 @@ EVENT_PAYLOADS: dict[str, type] = {
     PASS_STARTED: PassStarted,
     PASS_FINISHED: PassFinished,
     PASS_FAILED: PassFailed,
+    RUN_PAUSED: RunPaused,
+    RUN_RESUMED: RunResumed,
     BUILD_STARTED: BuildStarted,
+    BUILD_PROGRESS: BuildProgress,
     BUILD_FINISHED: BuildFinished,
     RUN_FINISHED: RunFinished,
     RUN_FAILED: RunFailed,
@@ -174,6 +195,10 @@ def pass_failed(*, pass_index: int, name: str, message: str, before: int) -> Pas
 
 def build_started() -> BuildStarted:
     return BuildStarted()
+
+
+def build_progress(*, done: int, total: int, kernels: int, kernel: str) -> BuildProgress:
+    return BuildProgress(done=done, total=total, kernels=kernels, kernel=kernel)
 
 
 def build_finished(*, num_nodes: int, num_kernels: int) -> BuildFinished:

@@ -5,6 +5,7 @@ Routes and queries build them with the TypedDict constructors, keyword by keywor
 
 from typing import Any, NotRequired, TypedDict
 
+from explorer.protocol.debug import Breakpoint, BreakpointList, ResumeAck
 from explorer.protocol.errors import ErrorResponse
 from explorer.protocol.names import BacktraceAction, DiffTag
 from explorer.protocol.options import RunOptionsJSON
@@ -195,13 +196,35 @@ class Timing(TypedDict):
 
 
 # --- schedules --------------------------------------------------------------------------------
-class ScheduleNode(TypedDict):
+class KernelFields(TypedDict):
+    """A kernel: `index` is the graph node of its first call, `spans` the layers of all its
+    calls (identical fused functions share one kernel)."""
+
     index: int
     name: str
     func_name: str
     spans: list[str]
     ops: list[str]
     num_steps: int
+
+
+class ScheduleNode(KernelFields):
+    """A kernel as the kernel list shows it."""
+
+    num_calls: int
+
+
+class KernelCall(TypedDict):
+    """One call site of a kernel: its graph node and the layers of that call."""
+
+    index: int
+    spans: list[str]
+
+
+class KernelNode(ScheduleNode):
+    """A kernel with every call site."""
+
+    calls: list[KernelCall]
 
 
 class TeddDiagrams(TypedDict):
@@ -227,9 +250,10 @@ class ScheduleList(TypedDict):
 
 
 class ScheduleDetail(TypedDict):
-    """GET /api/runs/<rid>/schedules/<index>."""
+    """GET /api/runs/<rid>/schedules/<index> (index: any graph node calling the kernel); the
+    steps are made when first asked for, then kept."""
 
-    node: ScheduleNode
+    node: KernelNode
     steps: list[ScheduleStep]
 
 
@@ -237,6 +261,7 @@ class ScheduleDetail(TypedDict):
 class StartRunRequest(TypedDict):
     session_id: str
     options: RunOptionsJSON
+    breakpoints: NotRequired[list[Breakpoint]]  # where the run pauses (explorer/protocol/debug.py)
 
 
 class StartRunAck(TypedDict):
@@ -265,7 +290,7 @@ class OkAck(TypedDict):
     ok: bool
 
 
-Ack = StartRunAck | SubscribeAck | OkAck | ErrorResponse
+Ack = StartRunAck | SubscribeAck | OkAck | BreakpointList | ResumeAck | ErrorResponse
 
 class ExportedEvent(TypedDict):
     index: int
@@ -284,10 +309,16 @@ class ExportedSnapshot(TypedDict):
     source_map: list[SourceMapEntry]
 
 
-class ScheduleRecord(ScheduleNode):
-    """One kernel as a run stores it (the `schedules` artifact): the node and its steps."""
+class ScheduleRecord(KernelFields):
+    """One kernel as a run stores it (the `schedules` artifact): a ScheduleNode, its calls
+    and its source (Relay text of its primitive function) to make the steps from. Runs
+    stored before kernels were shared and steps made on demand have one record per graph
+    node with its `steps` instead."""
 
-    steps: list[ScheduleStep]
+    num_calls: NotRequired[int]
+    calls: NotRequired[list[KernelCall]]
+    source: NotRequired[str]
+    steps: NotRequired[list[ScheduleStep]]
 
 
 class RunArtifacts(TypedDict, total=False):
@@ -308,3 +339,50 @@ class RunExport(TypedDict):
     events: list[ExportedEvent]
     snapshots: dict[str, ExportedSnapshot]
     artifacts: RunArtifacts
+
+
+class TensorStats(TypedDict):
+    """A tensor's summary: shape, dtype, statistics over its finite values, NaN / Inf
+    counts, a histogram (`edges` has one more element than `counts`), and every value
+    (flattened) when it is small (else null)."""
+
+    shape: list[int]
+    dtype: str
+    size: int
+    min: float | None
+    max: float | None
+    mean: float | None
+    std: float | None
+    nan: int
+    inf: int
+    histogram: dict[str, list[float]]  # {"edges": [...], "counts": [...]}
+    values: list[float | None] | None  # NaN / Inf as null
+
+
+class TensorReference(TypedDict):
+    """The same tensor in the model's own runtime (onnxruntime, tflite-runtime): the
+    runtime's tensor it read (`tensor`), its stats, and the largest difference from the
+    engine's value when the shapes agree; `error` when it could not be read."""
+
+    runtime: str
+    layer: str | None
+    tensor: str | None
+    stats: TensorStats | None
+    max_abs_diff: float | None
+    error: str | None
+    # the expression computes the layer's output (the last expression carrying it); false
+    # for a part of a layer converted to several expressions: the difference then compares
+    # different values
+    layer_output: bool
+
+
+class TensorReport(TypedDict):
+    """GET /api/runs/<rid>/tensors/<snapshot>/<node>: one expression's value on the run's
+    seeded inputs (computed in a worker on demand, then cached)."""
+
+    snapshot: int
+    node_id: int
+    op: str | None
+    layers: list[str]
+    stats: TensorStats
+    reference: TensorReference | None  # null: the model's format has no reference runtime

@@ -12,15 +12,13 @@ connection. The runs import the file again in their own workers.
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing.connection
 import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from explorer.protocol import ApiError, Session
-from explorer.runs.children import die_with_parent, exit_description, load_plugins, mp_context
+from explorer.runs.children import call_child, die_with_parent, load_plugins
 from explorer.sessions import Inspector, SessionService, Shapes
 from explorer.store import Store
 
@@ -65,37 +63,18 @@ def isolated_inspector(db_path: str, models_dir: str, plugins: tuple[str, ...],
 def probe_upload(job: ProbeJob, timeout: float = PROBE_TIMEOUT) -> Probed:
     """Import `job.path` in a child process; the ApiError it raised, or one naming how
     it died."""
-    ctx = mp_context()
-    conn, child = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_probe_main, args=(job, child), daemon=True,
-                          name=f"explorer-probe-{job.sid}")
-    process.start()
-    child.close()
-    try:
-        reply = _receive(conn, process, timeout, job.display)
-    finally:
-        conn.close()
-        _reap(process)
+    end = call_child(_probe_main, job, f"explorer-probe-{job.sid}", timeout)
+    if end.timed_out:
+        raise ApiError(422, "import_timeout",
+                       f"{job.display}: the import took longer than {timeout:.0f} s")
+    if not end.replied:
+        raise ApiError(422, "import_crashed",
+                       f"{job.display}: the process importing this file stopped ({end.exit}) "
+                       "before it could answer", {"exit": end.exit})
+    reply = _decode(*end.reply)
     if isinstance(reply, ApiError):
         raise reply
     return reply
-
-
-def _receive(conn: Any, process: Any, timeout: float, display: str) -> Probed | ApiError:
-    ready = multiprocessing.connection.wait([conn, process.sentinel], timeout)
-    if not ready:
-        return ApiError(422, "import_timeout",
-                        f"{display}: the import took longer than {timeout:.0f} s")
-    with contextlib.suppress(EOFError, OSError):
-        if conn.poll():
-            kind, payload = conn.recv()
-            return _decode(kind, payload)
-    process.join(5)
-    how = exit_description(process.exitcode)
-    return ApiError(422, "import_crashed",
-                    f"{display}: the process importing this file stopped ({how}) "
-                    "before it could answer",
-                    {"exit": how})
 
 
 def _decode(kind: str, payload: Any) -> Probed | ApiError:
@@ -103,12 +82,6 @@ def _decode(kind: str, payload: Any) -> Probed | ApiError:
         return Probed(*payload)
     status, code, message, detail = payload
     return ApiError(status, code, message, detail)
-
-
-def _reap(process: Any) -> None:
-    if process.is_alive():
-        process.kill()
-    process.join(5)
 
 
 # --- the child ------------------------------------------------------------------------------

@@ -189,6 +189,19 @@ export {};
  */
 
 /**
+ * A kernel: `index` is the graph node of its first call, `spans` the layers of all its
+ * calls (identical fused functions share one kernel).
+ * @typedef {Object} KernelFields
+ * @property {number} index
+ * @property {string} name
+ * @property {string} func_name
+ * @property {Array<string>} spans
+ * @property {Array<string>} ops
+ * @property {number} num_steps
+ */
+
+/**
+ * A kernel as the kernel list shows it.
  * @typedef {Object} ScheduleNode
  * @property {number} index
  * @property {string} name
@@ -196,6 +209,27 @@ export {};
  * @property {Array<string>} spans
  * @property {Array<string>} ops
  * @property {number} num_steps
+ * @property {number} num_calls
+ */
+
+/**
+ * One call site of a kernel: its graph node and the layers of that call.
+ * @typedef {Object} KernelCall
+ * @property {number} index
+ * @property {Array<string>} spans
+ */
+
+/**
+ * A kernel with every call site.
+ * @typedef {Object} KernelNode
+ * @property {number} index
+ * @property {string} name
+ * @property {string} func_name
+ * @property {Array<string>} spans
+ * @property {Array<string>} ops
+ * @property {number} num_steps
+ * @property {number} num_calls
+ * @property {Array<KernelCall>} calls
  */
 
 /**
@@ -222,9 +256,10 @@ export {};
  */
 
 /**
- * GET /api/runs/<rid>/schedules/<index>.
+ * GET /api/runs/<rid>/schedules/<index> (index: any graph node calling the kernel); the
+ * steps are made when first asked for, then kept.
  * @typedef {Object} ScheduleDetail
- * @property {ScheduleNode} node
+ * @property {KernelNode} node
  * @property {Array<ScheduleStep>} steps
  */
 
@@ -232,6 +267,7 @@ export {};
  * @typedef {Object} StartRunRequest
  * @property {string} session_id
  * @property {RunOptionsJSON} options
+ * @property {Array<Breakpoint>} [breakpoints]
  */
 
 /**
@@ -286,7 +322,10 @@ export {};
  */
 
 /**
- * One kernel as a run stores it (the `schedules` artifact): the node and its steps.
+ * One kernel as a run stores it (the `schedules` artifact): a ScheduleNode, its calls
+ * and its source (Relay text of its primitive function) to make the steps from. Runs
+ * stored before kernels were shared and steps made on demand have one record per graph
+ * node with its `steps` instead.
  * @typedef {Object} ScheduleRecord
  * @property {number} index
  * @property {string} name
@@ -294,7 +333,10 @@ export {};
  * @property {Array<string>} spans
  * @property {Array<string>} ops
  * @property {number} num_steps
- * @property {Array<ScheduleStep>} steps
+ * @property {number} [num_calls]
+ * @property {Array<KernelCall>} [calls]
+ * @property {string} [source]
+ * @property {Array<ScheduleStep>} [steps]
  */
 
 /**
@@ -315,4 +357,48 @@ export {};
  * @property {Array<ExportedEvent>} events
  * @property {Object<string, ExportedSnapshot>} snapshots
  * @property {RunArtifacts} artifacts
+ */
+
+/**
+ * A tensor's summary: shape, dtype, statistics over its finite values, NaN / Inf
+ * counts, a histogram (`edges` has one more element than `counts`), and every value
+ * (flattened) when it is small (else null).
+ * @typedef {Object} TensorStats
+ * @property {Array<number>} shape
+ * @property {string} dtype
+ * @property {number} size
+ * @property {(number|null)} min
+ * @property {(number|null)} max
+ * @property {(number|null)} mean
+ * @property {(number|null)} std
+ * @property {number} nan
+ * @property {number} inf
+ * @property {Object<string, Array<number>>} histogram
+ * @property {(Array<(number|null)>|null)} values
+ */
+
+/**
+ * The same tensor in the model's own runtime (onnxruntime, tflite-runtime): the
+ * runtime's tensor it read (`tensor`), its stats, and the largest difference from the
+ * engine's value when the shapes agree; `error` when it could not be read.
+ * @typedef {Object} TensorReference
+ * @property {string} runtime
+ * @property {(string|null)} layer
+ * @property {(string|null)} tensor
+ * @property {(TensorStats|null)} stats
+ * @property {(number|null)} max_abs_diff
+ * @property {(string|null)} error
+ * @property {boolean} layer_output
+ */
+
+/**
+ * GET /api/runs/<rid>/tensors/<snapshot>/<node>: one expression's value on the run's
+ * seeded inputs (computed in a worker on demand, then cached).
+ * @typedef {Object} TensorReport
+ * @property {number} snapshot
+ * @property {number} node_id
+ * @property {(string|null)} op
+ * @property {Array<string>} layers
+ * @property {TensorStats} stats
+ * @property {(TensorReference|null)} reference
  */

@@ -32,10 +32,14 @@ export class RunModel {
     this.passes = new Map();
     /** @type {null | "running" | {num_nodes: number, num_kernels: (number|null)} | {failed: true, message: string} | {cancelled: true}} */
     this.build = null;
+    /** @type {import("./protocol.js").BuildProgress | null} the last build_progress while lowering */
+    this.buildProgress = null;
     /** @type {import("./protocol.js").RunSummary | null} */
     this.summary = null;
     /** @type {{pass: (string|null), message: string, code: string} | null} */
     this.failure = null;
+    /** @type {(import("./protocol.js").RunPaused & {eventIndex: number}) | null} while a breakpoint holds the run */
+    this.paused = null;
   }
 
   /**
@@ -46,7 +50,7 @@ export class RunModel {
     if (event.index !== this.nextIndex) return false;
     this.nextIndex += 1;
     const handler = REDUCERS[event.type];
-    if (handler) handler(this, event.data ?? {});
+    if (handler) handler(this, event.data ?? {}, event.index);
     return true;
   }
 
@@ -64,6 +68,13 @@ export class RunModel {
     if (!this.queued) return null;
     const pos = this.queue.position;
     return pos ? `queued · ${ordinal(pos)} in line` : "queued";
+  }
+
+  /** "120/391 calls lowered · 2 kernels" while the build lowers, else null. */
+  buildProgressLabel() {
+    const p = this.buildProgress;
+    if (this.build !== "running" || !p) return null;
+    return `${p.done}/${p.total} calls lowered · ${p.kernels} kernel${p.kernels === 1 ? "" : "s"}`;
   }
 
   /** @returns {PassRow[]} pass rows in pass_index order */
@@ -132,8 +143,15 @@ function ordinal(n) {
   return `${n}${suffix}`;
 }
 
-/** @type {Record<string, (m: RunModel, d: any) => void>} */
+/** @type {Record<string, (m: RunModel, d: any, index: number) => void>} */
 const REDUCERS = {
+  /** @param {import("./protocol.js").RunPaused} d */
+  [EV.RUN_PAUSED]: (m, d, index) => {
+    m.paused = { ...d, eventIndex: index };
+  },
+  [EV.RUN_RESUMED]: (m) => {
+    m.paused = null;
+  },
   /** @param {import("./protocol.js").RunQueued} d */
   [EV.RUN_QUEUED]: (m, d) => {
     m.queue = { position: d.position, max_concurrent: d.max_concurrent };
@@ -165,6 +183,11 @@ const REDUCERS = {
   [EV.BUILD_STARTED]: (m) => {
     m.build = "running";
   },
+  /** @param {import("./protocol.js").BuildProgress} d */
+  [EV.BUILD_PROGRESS]: (m, d) => {
+    m.build = "running";
+    m.buildProgress = { done: d.done, total: d.total, kernels: d.kernels, kernel: d.kernel };
+  },
   /** @param {import("./protocol.js").BuildFinished} d */
   [EV.BUILD_FINISHED]: (m, d) => {
     m.build = { num_nodes: d.num_nodes, num_kernels: d.num_kernels ?? null };
@@ -192,5 +215,6 @@ const REDUCERS = {
 /** A run that ended leaves no pass spinning (containers of a failed pass, for instance). */
 function closeRunning(m) {
   m.queue = null;
+  m.paused = null;
   for (const p of m.passes.values()) if (p.state === "running") p.state = "stopped";
 }

@@ -29,6 +29,7 @@ from engine.ir.expr import (
     Var,
 )
 from engine.ir.module import IRModule
+from engine.ir.span import UNKNOWN_SPAN, SpanLike
 from engine.ir.type import TensorType
 from engine.relay.analysis.dataflow import dataflow_post_order
 from engine.relay.backend.lower_te import lowered_funcs
@@ -50,6 +51,7 @@ class GraphNode:
     attrs: dict[str, str] = field(default_factory=dict)
     types: list[TensorType] = field(default_factory=list)
     func: Function | None = None
+    span: SpanLike = UNKNOWN_SPAN  # a tvm_op's call site: the layers of this call
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"op": self.op, "name": self.name,
@@ -97,6 +99,7 @@ def plan_storage(graph: Graph) -> list[int]:
     """Greedy reuse: an op output takes a freed buffer of the same byte size."""
     ptr = graph.row_ptr()
     types = graph.entry_types()
+    owner = [k for k, node in enumerate(graph.nodes) for _ in node.types]  # entry -> node
     last_use: dict[int, int] = {}
     for k, node in enumerate(graph.nodes):
         for nid, idx, _ in node.inputs:
@@ -118,13 +121,9 @@ def plan_storage(graph: Graph) -> list[int]:
                 storage[entry], next_id = next_id, next_id + 1
                 sizes[storage[entry]] = size
         for entry in {ptr[nid] + idx for nid, idx, _ in node.inputs}:
-            if last_use.get(entry) == k and graph.nodes[_node_of(ptr, entry)].op != "null":
+            if last_use.get(entry) == k and graph.nodes[owner[entry]].op != "null":
                 free.setdefault(sizes[storage[entry]], []).append(storage[entry])
     return storage
-
-
-def _node_of(ptr: list[int], entry: int) -> int:
-    return next(k for k in range(len(ptr) - 1) if ptr[k] <= entry < ptr[k + 1])
 
 
 def _nbytes(ty: TensorType) -> int:
@@ -198,7 +197,7 @@ class GraphBuilder:
         name = gv.name_hint
         node = GraphNode("tvm_op", name, inputs, {
             "func_name": name, "flatten_data": "0", "num_inputs": str(len(inputs)),
-            "num_outputs": str(len(types))}, types, self.mod[gv])
+            "num_outputs": str(len(types))}, types, self.mod[gv], call.span)
         self.nodes.append(node)
         index = len(self.nodes) - 1
         return [(index, k, 0) for k in range(len(types))]
