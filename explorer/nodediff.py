@@ -34,6 +34,7 @@ class _Node:
     children: list[_Node] = field(default_factory=list)
     parent: _Node | None = None
     local: str = ""
+    line: int = 0
 
     @property
     def label(self) -> str:
@@ -45,7 +46,7 @@ class _Node:
 class _Tree:
     """One snapshot's expressions: definitions by node id, the global functions by name."""
 
-    def __init__(self, text: str, source_map: list[dict[str, Any]]) -> None:
+    def __init__(self, text: str, source_map: list[dict[str, Any]], local: bool = True) -> None:
         starts = [0]
         for line in text.splitlines(keepends=True):
             starts.append(starts[-1] + len(line))
@@ -55,7 +56,8 @@ class _Tree:
             return starts[min(line, len(starts)) - 1] + col
 
         nodes = [_Node(int(e["node_id"]), str(e["kind"]), e.get("op"), offset(e["start"]),
-                       offset(e["end"]), bool(e.get("ref")), tuple(e.get("spans") or ()))
+                       offset(e["end"]), bool(e.get("ref")), tuple(e.get("spans") or ()),
+                       line=e["start"][0])
                  for e in source_map]
         nodes.sort(key=lambda n: (n.start, -n.end))
         self.defs: dict[int, _Node] = {}
@@ -70,7 +72,7 @@ class _Tree:
             if not node.ref:
                 self.defs.setdefault(node.node_id, node)
             stack.append(node)
-        for node in self.defs.values():
+        for node in self.defs.values() if local else ():
             node.local = _local_text(text, node)
         for node in nodes:
             if node.kind == "function" and node.parent is None:
@@ -199,6 +201,12 @@ def _operands(node: _Node) -> list[_Node]:
         return kids
     params = [c for c in kids if c.kind == "var" and not c.ref]
     return [*params, kids[-1]]
+
+
+ExprTree = _Tree
+TreeNode = _Node
+operands = _operands
+"""The expression tree of a printed snapshot, for other views (explorer.graphview)."""
 
 
 def node_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
