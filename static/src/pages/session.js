@@ -4,6 +4,7 @@ import { api } from "../api.js";
 import { errorBox, h, replace } from "../dom.js";
 import { EventHub, TOPIC } from "../hub.js";
 import { DiffPane } from "../panes/diff.js";
+import { GraphPane } from "../panes/graph.js";
 import { LayersPane } from "../panes/layers.js";
 import { OptionsPane } from "../panes/options.js";
 import { PinShapes, symbolicInputs } from "../panes/pin-shapes.js";
@@ -75,6 +76,8 @@ export class SessionPage {
       TABS.map(([key, label]) =>
         h("button.tab", { type: "button", role: "tab", dataset: { tab: key }, "data-testid": `tab-${key}`,
           on: { click: () => this.showTab(key) } }, label)),
+      h("button.btn.small.ghost.graph-toggle", { type: "button", "aria-pressed": "false", "data-testid": "toggle-graph",
+        title: "Show or hide the graph of the snapshots above their text", on: { click: () => this.toggleGraph() } }, "◇ Graph"),
       h("span.spacer"),
       this.columnToggle("right", "◨", "Show or hide the provenance and layers column"));
     this.tabBodies = Object.fromEntries(TABS.map(([key]) => [key, h("div.tab-body", { dataset: { tab: key } })]));
@@ -101,9 +104,16 @@ export class SessionPage {
     this.timeline.mount(left);
     this.summary.mount(this.tabBodies.model);
     this.diff.mount(this.tabBodies.diff);
+    this.graphDock = h("div.graph-dock", { hidden: true });
+    this.tabBodies.diff.prepend(this.graphDock);
+    this.graph = new GraphPane(this.hub, this.ctx).mount(this.graphDock);
     this.schedules.mount(this.tabBodies.schedules);
     this.provenance.mount(right);
     this.layers.mount(right);
+    if (localStorage.getItem("irx.graph") === "1" || this.url.get("graph")) {
+      this.graphDock.hidden = false;
+      this.tabBar.querySelector("[data-testid=toggle-graph]").setAttribute("aria-pressed", "true");
+    }
   }
 
   wire() {
@@ -171,7 +181,16 @@ export class SessionPage {
     for (const [key, body] of Object.entries(this.tabBodies)) body.hidden = key !== name;
     for (const t of this.tabBar.children) t.setAttribute("aria-selected", String(t.dataset.tab === name));
     this.schedules.setActive(name === "schedules");
+    this.graph.setActive(name === "diff" && !this.graphDock.hidden);
     this.url.patch({ [K.TAB]: name === "diff" ? null : name });
+  }
+
+  /** Show or hide the graph above the text of the diff (remembered in localStorage). */
+  toggleGraph(show = this.graphDock.hidden) {
+    this.graphDock.hidden = !show;
+    this.tabBar.querySelector("[data-testid=toggle-graph]").setAttribute("aria-pressed", String(show));
+    localStorage.setItem("irx.graph", show ? "1" : "0");
+    this.showTab("diff");
   }
 
   /** Delete the session (the server refuses while a run is in progress), then go home. */
