@@ -216,7 +216,8 @@ class _Builder:
         _prune(self.root)
         _chunk(self.root, lines)
         groups: list[Group] = []
-        _number(self.root, groups)
+        self.node_group = {}
+        _number(self.root, groups, self.node_group)
         return groups
 
 
@@ -324,12 +325,15 @@ def _chunk(group: Group, lines: dict[int, int]) -> None:
         group.children = runs
 
 
-def _number(group: Group, out: list[Group]) -> None:
+def _number(group: Group, out: list[Group], owner: dict[int, Group]) -> None:
+    """Number the groups depth-first; `owner` gets each node's final group."""
     for child in group.children:
         if isinstance(child, Group):
             child.index = len(out)
             out.append(child)
-            _number(child, out)
+            _number(child, out, owner)
+        else:
+            owner[child] = group
 
 
 def _range_label(group: Group, first_label: dict[int, str]) -> str:

@@ -60,6 +60,10 @@ export async function layoutBoxes(boxes, edges, direction) {
       "elk.hierarchyHandling": "INCLUDE_CHILDREN",
       "elk.edgeRouting": "POLYLINE",
       "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
+      // one sweep of crossing minimisation and straight chains: 2-3x faster than the
+      // defaults on hierarchical graphs, and dataflow reads well with them
+      "elk.layered.thoroughness": "1",
+      "elk.layered.nodePlacement.strategy": "LINEAR_SEGMENTS",
       "elk.layered.spacing.nodeNodeBetweenLayers": "28",
       "elk.spacing.nodeNode": "14",
       "elk.spacing.componentComponent": "24",

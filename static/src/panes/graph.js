@@ -88,6 +88,7 @@ export class GraphPane extends Pane {
     this.seq++;
     this.compare = null;
     this.selectedId = null;
+    this.groupKey = null;
     this.expandedKeys = null;
     for (const c of this.canvases()) c.destroy();
     this.sides = {};
@@ -115,6 +116,7 @@ export class GraphPane extends Pane {
         right !== null && right !== left ? getJSON(ROUTES.diffNodes(left, right)).catch(() => null) : null]);
       if (seq !== this.seq) return;
       this.rememberExpanded();
+      this.groupKey = null;
       for (const c of this.canvases()) c.destroy();
       replace(this.body);
       this.body.classList.toggle("two", both);
@@ -193,7 +195,7 @@ export class GraphPane extends Pane {
         const b = this.badgesOf(s.model, it, ids);
         if (b.length) badges.set(it.key, b);
       }
-      const key = this.selectedId === null ? null : s.model.ownerKey(this.selectedId);
+      const key = this.selectedId === null ? this.groupKey ?? null : s.model.ownerKey(this.selectedId);
       const related = new Set();
       for (const id of this.related) {
         const k = s.model.ownerKey(id);
@@ -237,10 +239,13 @@ export class GraphPane extends Pane {
   pick(item, side) {
     if (!item) return;
     const s = this.sides[side];
-    if (item.box.id === null) { // a layer path or a run of nodes: expand it
-      this.toggle(item);
+    if (item.box.id === null) { // a layer path or a run of nodes: selected here only
+      this.selectedId = null;
+      this.groupKey = item.key;
+      this.paintMarks();
       return;
     }
+    this.groupKey = null;
     const id = item.box.id;
     const node = s.model.byId.get(id);
     const entry = this.indexes?.[side]?.entriesOfNode(id)[0];
@@ -255,10 +260,12 @@ export class GraphPane extends Pane {
     this.related = new Set();
     if (!sel) {
       this.selectedId = null;
+      this.groupKey = null;
       this.paintMarks();
       return;
     }
     this.selectedId = sel.nodeId;
+    this.groupKey = null;
     const spans = new Set(sel.spans);
     const model = this.sides.b?.model;
     if (model && spans.size) for (const n of model.nodes) if (n.id !== sel.nodeId && n.spans.some((x) => spans.has(x))) this.related.add(n.id);
@@ -336,8 +343,9 @@ export class GraphPane extends Pane {
     for (let i = g; i >= 0; i = model.groups[i].parent) {
       const grp = model.groups[i];
       const siblings = grp.parent < 0 ? model.topGroups : model.childGroups[grp.parent];
-      const label = grp.kind === "range" ? `#${siblings.indexOf(i)}` : `${grp.kind}:${grp.label}`;
-      parts.push(label);
+      const name = (j) => (model.groups[j].kind === "range" ? "range" : `${model.groups[j].kind}:${model.groups[j].label}`);
+      const same = siblings.filter((j) => name(j) === name(i));
+      parts.push(`${name(i)}#${same.indexOf(i)}`);
     }
     return parts.reverse().join("/");
   }
