@@ -18,10 +18,12 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from flask import Response, current_app
 
+from engine.relay.printer.table import SourceMapTable
 from explorer.nodediff import ExprTree, TreeNode, operands
 from explorer.protocol.http import GraphGroup, GraphNode, SnapshotGraph
 from explorer.store import Store
@@ -45,7 +47,7 @@ class Group:
 
 
 class _Builder:
-    def __init__(self, text: str, source_map: list[dict[str, Any]]) -> None:
+    def __init__(self, text: str, source_map: list[dict[str, Any]] | SourceMapTable) -> None:
         self.text = text
         self.tree = ExprTree(text, source_map, local=False)
         self.subst: dict[int, TreeNode] = {}  # fused param / elided call -> what it stands for
@@ -246,6 +248,7 @@ def _fn_label(tree: ExprTree, fn: TreeNode) -> str:
     return f"fn {shown}" if shown else "fn"
 
 
+@lru_cache(maxsize=65536)
 def layer_path(name: str) -> tuple[str, ...]:
     """The groups a frontend layer name sits in: `/encoder/layer.3/attention/self/MatMul` ->
     (encoder, layer.3, attention, self); `layer1.0.conv1` -> (layer1, 0)."""
@@ -345,7 +348,7 @@ def _range_label(group: Group, first_label: dict[int, str]) -> str:
     return f"{leaf(group, False)} … {leaf(group, True)}"
 
 
-def build_graph(text: str, source_map: list[dict[str, Any]]
+def build_graph(text: str, source_map: list[dict[str, Any]] | SourceMapTable
                 ) -> tuple[list[GraphNode], list[GraphGroup]]:
     """The nodes and groups of a snapshot (explorer.protocol.http.SnapshotGraph): a node's
     `group` and a group's `parent` index the groups (-1: the top level)."""
@@ -380,8 +383,8 @@ class GraphCache:
             if hit is not None:
                 self._items.move_to_end(snapshot_id)
                 return hit
-        snap = store.snapshot(snapshot_id)
-        nodes, groups = build_graph(snap["text"], snap["source_map"])
+        text = store.snapshot_part(snapshot_id, "text").decode()
+        nodes, groups = build_graph(text, store.snapshot_source_map_table(snapshot_id))
         graph = SnapshotGraph(snapshot_id=snapshot_id, nodes=nodes, groups=groups)
         raw = json.dumps(graph, separators=(",", ":")).encode()
         with self._lock:

@@ -34,7 +34,8 @@ def _open(page: Any, resnet: dict[str, Any], pass_data: dict[str, Any]) -> None:
 
 
 def _wait_graph(page: Any, snapshot: int) -> None:
-    page.wait_for_function(f"{PANE}?.dataset.state === 'ready' && {PANE}.dataset.snapshot === '{snapshot}'")
+    page.wait_for_function(f"{PANE}?.dataset.state === 'ready' && {PANE}.dataset.snapshot === '{snapshot}'"
+                           f" && {PANE}.dataset.diff === 'ready'")
     page.wait_for_function("document.querySelector('[data-testid=diff-pane]').dataset.provenance === 'ready'")
 
 

@@ -111,9 +111,10 @@ export class GraphPane extends Pane {
     this.status.textContent = "loading…";
     try {
       const t0 = performance.now();
-      const [graphsById, diff] = await Promise.all([
-        Promise.all(Object.values(shown).map(fetchGraph)),
-        right !== null && right !== left ? getJSON(ROUTES.diffNodes(left, right)).catch(() => null) : null]);
+      // the node diff (slower on big modules) colours the graph when it comes
+      const diff = right !== null && right !== left ? getJSON(ROUTES.diffNodes(left, right)).catch(() => null) : null;
+      this.root.dataset.diff = "loading";
+      const graphsById = await Promise.all(Object.values(shown).map(fetchGraph));
       if (seq !== this.seq) return;
       this.rememberExpanded();
       this.groupKey = null;
@@ -132,7 +133,13 @@ export class GraphPane extends Pane {
           onView: () => {} });
         this.sides[side] = { snapshot: shown[side], model, canvas, layout: null };
       });
-      this.setDiff(diff);
+      this.setDiff(null);
+      Promise.resolve(diff).then((d) => {
+        if (seq !== this.seq) return;
+        this.setDiff(d);
+        this.paintMarks();
+        this.root.dataset.diff = "ready";
+      });
       if (this.selectedId !== null) for (const s of Object.values(this.sides)) s.model.reveal(this.selectedId);
       await this.relayout({ keepView: false });
       if (seq !== this.seq) return;
@@ -173,6 +180,7 @@ export class GraphPane extends Pane {
     this.root.dataset.boxes = String(layouts.at(-1)?.items.length ?? 0);
     this.root.dataset.layoutMs = String(Math.round(performance.now() - t0));
     const nodes = sides.at(-1)?.model.nodes.length ?? 0;
+    this.root.dataset.nodes = String(nodes);
     this.status.textContent = `${boxes} boxes · ${nodes} nodes · layout ${Math.round(performance.now() - t0)} ms`;
   }
 
