@@ -127,7 +127,8 @@ def bench_model(pw: Any, base: str, name: str, repeat: int) -> Row:
     session = upload_text(base, path.name, path.read_bytes())
     browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
     try:
-        context = browser.new_context(viewport={"width": 1600, "height": 1000}, base_url=base)
+        context = browser.new_context(viewport={"width": 1600, "height": 1000}, base_url=base,
+                                      bypass_csp=True)  # wait_for_function evaluates strings
         context.add_init_script("localStorage.setItem('irx.graph', '1')")
         page = context.new_page()
         page.set_default_timeout(600_000)

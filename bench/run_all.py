@@ -40,6 +40,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("recording"),
     Benchmark("scale"),
     Benchmark("browser"),
+    Benchmark("graph", quick=("--models", "resnet50", "--repeat", "1", "--no-write")),
     Benchmark("interpreter", quick=("--repeat", "1", "--models", "mlp")),
     Benchmark("explorer", quick=("mlp",)),
     Benchmark("passes"),
