@@ -5,8 +5,13 @@ long chain is split into runs of consecutive nodes so that no group shows too ma
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
+import pytest
 from explorer_helpers import collect_until, start, subscribe, terminal, upload
 
 import engine as tvm
@@ -119,3 +124,52 @@ def test_graph_endpoint(client: Any, sock: Any) -> None:
     assert again.data == resp.data  # cached: the same bytes
     missing = client.get("/api/snapshots/999999/graph")
     assert missing.status_code == 404 and missing.get_json()["error"]["code"] == "not_found"
+
+
+MODEL_JS = (Path(__file__).resolve().parents[2] / "static" / "src" / "graph" / "model.js").as_uri()
+SCRIPT = """
+import(process.argv[1]).then(({ GraphModel }) => {
+  const { graph, budget } = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  const m = new GraphModel(graph);
+  m.openDefault(budget);
+  const count = (boxes) => boxes.reduce((n, b) => n + 1 + count(b.children), 0);
+  const opened = { boxes: count(m.boxes()), edges: m.edges() };
+  const conv = graph.nodes.find((n) => n.op === "nn.conv2d");
+  const before = m.ownerKey(conv.id);
+  const revealed = m.reveal(conv.id);
+  const fn = graph.groups.findIndex((g) => g.kind === "function");
+  console.log(JSON.stringify({ opened, before, revealed, after: m.ownerKey(conv.id),
+    fnKey: m.ownerKey(graph.groups[fn].node_ids[1]), fn,
+    search: m.search("max_pool").map((h) => h.id), byId: m.search(String(conv.id)).map((h) => h.id) }));
+});
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_page_model_collapses_reveals_and_searches() -> None:
+    """static/src/graph/model.js (run with node) on the graph of a fused chain: with a budget
+    of a few boxes it opens collapsed, edges join the boxes shown, reveal expands down to a
+    node, a function's call id names its group, search finds by operator and node id."""
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    y = x
+    for k in range(60):
+        y = relay.nn.max_pool2d(y, pool_size=(1, 1)) if k % 3 == 0 else relay.nn.relu(y)
+    mod = transform.Sequential([relay.transform.InferType(), relay.transform.FuseOps(2),
+                                relay.transform.InferType()])(tvm.IRModule.from_expr(relay.Function([x], y)))
+    text, table = print_snapshot(mod)
+    nodes, groups = build_graph(text, table.to_json())
+    graph = {"snapshot_id": 1, "nodes": [dict(n) for n in nodes], "groups": [dict(g) for g in groups]}
+    # one node renamed conv2d: the node the test reveals and finds by id
+    graph["nodes"][1] = {**graph["nodes"][1], "op": "nn.conv2d"}
+    done = subprocess.run(["node", "--input-type=commonjs", "-e", SCRIPT, MODEL_JS],
+                          input=json.dumps({"graph": graph, "budget": 6}), capture_output=True,
+                          text=True, timeout=60, check=True)
+    out = json.loads(done.stdout)
+    assert out["opened"]["boxes"] <= 6 + MAX_CHILDREN, out["opened"]
+    assert out["before"].startswith("g") and out["revealed"] is True
+    assert out["after"] == f"n{graph['nodes'][1]['id']}"
+    assert out["fnKey"] == f"g{out['fn']}"
+    pools = {n["id"] for n in nodes if n["op"] == "nn.max_pool2d"}
+    assert set(out["search"]) >= pools and out["byId"] == [graph["nodes"][1]["id"]]
+    for e in out["opened"]["edges"]:
+        assert e["from"] != e["to"] and e["count"] >= 1

@@ -21,7 +21,8 @@ export const COLORS = {
 export class GraphCanvas {
   /**
    * @param {HTMLElement} host
-   * @param {{onSelect: (item: any) => void, onToggle: (item: any) => void, onView?: () => void,
+   * @param {{onSelect: (item: any) => void, onToggle: (item: any) => void,
+   *   onView?: (view: {k: number, x: number, y: number}) => void,
    *   label: string}} handlers
    */
   constructor(host, { onSelect, onToggle, onView = () => {}, label }) {
@@ -73,12 +74,12 @@ export class GraphCanvas {
         this.view.x = start.x + e.clientX - x0;
         this.view.y = start.y + e.clientY - y0;
         this.redraw();
+        this.onView(this.view);
       };
       const up = (e) => {
         c.removeEventListener("pointermove", move);
         c.removeEventListener("pointerup", up);
-        if (moved) this.onView();
-        else this.click(e);
+        if (!moved) this.click(e);
       };
       c.addEventListener("pointermove", move);
       c.addEventListener("pointerup", up);
@@ -167,7 +168,7 @@ export class GraphCanvas {
     const ratio = k / this.view.k;
     this.view = { k, x: px - (px - this.view.x) * ratio, y: py - (py - this.view.y) * ratio };
     this.redraw();
-    this.onView();
+    this.onView(this.view);
   }
 
   redraw() {

@@ -9,7 +9,15 @@ export const HEADER_H = 24;
 
 let elk = null;
 
+let workerAt = null;
+
+/** Where the layout worker's script is, for a page other than the app's (a static report). */
+export function setWorkerUrl(url) {
+  workerAt = url;
+}
+
 function workerUrl() {
+  if (workerAt) return workerAt;
   const main = document.querySelector("script[data-bundle]")?.src;
   return main ? new URL("graph-layout-worker.js", main).href : "/static/dist/graph-layout-worker.js";
 }

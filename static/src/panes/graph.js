@@ -130,7 +130,7 @@ export class GraphPane extends Pane {
         this.body.append(host);
         const canvas = new GraphCanvas(host, { label: side,
           onSelect: (item) => this.pick(item, side), onToggle: (item) => this.toggle(item),
-          onView: () => {} });
+          onView: (view) => this.syncView(side, view) });
         this.sides[side] = { snapshot: shown[side], model, canvas, layout: null };
       });
       this.setDiff(null);
@@ -286,6 +286,16 @@ export class GraphPane extends Pane {
     const model = this.sides.b?.model;
     if (sel && model) for (const n of model.nodes) if (n.spans.includes(sel.name)) this.related.add(n.id);
     this.paintMarks();
+    const first = [...this.related][0];
+    if (first !== undefined) this.sides.b.canvas.centre(model.ownerKey(first));
+  }
+
+  /** Side by side, the two views pan and zoom together (both layouts keep the text order). */
+  syncView(side, view) {
+    const other = this.sides[side === "a" ? "b" : "a"];
+    if (!other) return;
+    other.canvas.view = { ...view };
+    other.canvas.redraw();
   }
 
   async revealAndCentre(id) {
