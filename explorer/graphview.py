@@ -169,7 +169,6 @@ class _Builder:
         return group
 
     def place(self) -> None:
-        by_id = {n["id"]: n for n in self.nodes}
         consumers: dict[int, int] = {}
         for n in self.nodes:
             for i in n["inputs"]:
@@ -200,11 +199,12 @@ class _Builder:
             group.children.append(n["id"])
         for n in self.nodes:
             if n["id"] not in self.node_group:
-                group = self._user_group(n["id"], consumers, by_id)
+                group = self._user_group(n["id"], consumers)
                 self.node_group[n["id"]] = group
                 group.children.append(n["id"])
 
-    def _user_group(self, nid: int, consumers: dict[int, int], by_id: dict[int, Any]) -> Group:
+    def _user_group(self, nid: int, consumers: dict[int, int]) -> Group:
+        """The group of a constant's first user (following users up to one that is placed)."""
         user = consumers[nid]
         for _ in range(1000):
             if user in self.node_group:
