@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Browser: the Graph view's first render, expand/collapse and pan/zoom, in Chromium.
 
-    .venv/bin/python bench/bench_graph.py [--models resnet50 bert12 chain_50000] [--repeat 3] [--no-write]
+    .venv/bin/python bench/bench_graph.py [--models resnet50 bert12 chain_50000] [--repeat 3]
+        [--server http://127.0.0.1:5000] [--no-write]
 
 Against the real server (werkzeug on 127.0.0.1, a temporary data folder) with Playwright
 driving Debian's /usr/bin/chromium. Each model (bench/models, `make_models.py`) is uploaded
@@ -20,9 +21,12 @@ Timestamps are taken in the page (performance.now()). Skips cleanly without chro
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
+import urllib.request
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -120,11 +124,28 @@ def p95(values: list[float]) -> float:
     return sorted(values)[int(0.95 * (len(values) - 1))] if values else float("nan")
 
 
+def finished_run(base: str, name: str) -> tuple[str, str, list[dict[str, Any]]] | None:
+    """A session of `name` on the server with a finished run: (session, run, its passes)."""
+    for session in api_get(base, "/api/sessions")["sessions"]:
+        if session["name"] != f"{name}.onnx":
+            continue
+        for run in api_get(base, f"/api/sessions/{session['id']}")["runs"]:
+            if run["status"] == "finished":
+                events = api_get(base, f"/api/runs/{run['id']}/events?since=0")["events"]
+                return session["id"], run["id"], [e["data"] for e in events if e["type"] == "pass_finished"]
+    return None
+
+
+def api_get(base: str, path: str) -> Any:
+    with urllib.request.urlopen(f"{base}{path}", timeout=120) as resp:
+        return json.loads(resp.read())
+
+
 def bench_model(pw: Any, base: str, name: str, repeat: int) -> Row:
     path = ROOT / "bench" / "models" / f"{name}.onnx"
-    if not path.exists():
+    reuse = finished_run(base, name)
+    if reuse is None and not path.exists():
         raise NotAvailable(f"{path} is missing (bench/make_models.py)")
-    session = upload_text(base, path.name, path.read_bytes())
     browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
     try:
         context = browser.new_context(viewport={"width": 1600, "height": 1000}, base_url=base,
@@ -132,7 +153,12 @@ def bench_model(pw: Any, base: str, name: str, repeat: int) -> Row:
         context.add_init_script("localStorage.setItem('irx.graph', '1')")
         page = context.new_page()
         page.set_default_timeout(600_000)
-        finished = run_in_page(page, base, session["id"])
+        if reuse is None:
+            session_id = upload_text(base, path.name, path.read_bytes())["id"]
+            finished = run_in_page(page, base, session_id)
+        else:
+            session_id, run_id, finished = reuse
+            page.goto(f"/s/{session_id}?run={run_id}")
         leaves = [p for p in finished if p["leaf"]]
         k = next(i for i, p in enumerate(leaves) if p["name"] == "FuseOps" and p["changed"])
         fuse, other = leaves[k], leaves[k - 1]
@@ -159,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--server", help="a running server (URL) whose finished runs of the "
+                        "models are reused (chain_50000's run takes minutes on a busy machine)")
     args = parser.parse_args(argv)
     rows: list[Row] = []
     notes = [f"load average before: {os.getloadavg()[0]:.2f} (2 shared cores)",
@@ -170,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         check_available()
         from playwright.sync_api import sync_playwright
 
-        with live_server() as base, sync_playwright() as pw:
+        with (nullcontext(args.server) if args.server else live_server()) as base, \
+                sync_playwright() as pw:
             for name in args.models:
                 try:
                     rows.append(bench_model(pw, base, name, max(1, args.repeat)))
