@@ -28,6 +28,7 @@ class PassFrame:
     parent: PassFrame | None
     stats: dict[str, float] = field(default_factory=dict)
     finished: bool = False
+    rewrites: int = 0  # rewrites counted in this run of the pass (engine.transform.bisect)
 
     @property
     def name(self) -> str:

@@ -25,6 +25,7 @@ from engine.relay.expr_functor import ExprMutator
 from engine.relay.si_builder import SIBuilder
 from engine.relay.type_infer import infer_type
 from engine.runtime.ndarray import NDArray
+from engine.transform.rewrites import allow_rewrite
 
 # --- types ------------------------------------------------------------------------------------
 
@@ -168,7 +169,7 @@ class CallRewriter(ExprMutator):
             return post
         for rule in self.rules_for(call):
             result = rule(call, post)
-            if result is not None:
+            if result is not None and allow_rewrite(call):
                 self.count += 1
                 return copy_type(result, call) if self.keep_type else result
         return post

@@ -40,6 +40,7 @@ from engine.relay.transform.fold_scale_axis_util import (
     shape_of,
     spans_of,
 )
+from engine.transform.rewrites import allow_rewrite
 
 Prep = Callable[[Call, list[Message | None]], Message | None]
 
@@ -143,7 +144,7 @@ def _multiply_transform(folder: BackwardFolder, call: Call, message: Message | N
             break
         if msg.require_positive and not is_all_positive(other):
             break
-        if not is_float_scale(other):
+        if not is_float_scale(other) or not allow_rewrite(call):
             break
         folded_span = spans_of(call)
         folder.folded += 1

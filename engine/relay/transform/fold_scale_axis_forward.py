@@ -39,6 +39,7 @@ from engine.relay.transform.fold_scale_axis_util import (
     shape_of,
     spans_of,
 )
+from engine.transform.rewrites import allow_rewrite
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -136,7 +137,7 @@ class ForwardFolder(ExprMutator):
             return post
         args = [self.scaled.get(a, a) for a in post.args]
         result = rule(self, call, post, args)
-        if result is None:
+        if result is None or (not isinstance(result, Scaled) and not allow_rewrite(call)):
             return post
         if isinstance(result, Scaled):
             self.scaled[post] = result  # consumers may absorb it; others use `post`
