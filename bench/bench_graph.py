@@ -69,8 +69,14 @@ def first_render(page: Any, fuse: dict[str, Any], other: dict[str, Any], repeat:
     times = []
     for k in range(2 * repeat + 1):
         chosen = fuse if k % 2 == 0 else other
-        row = page.locator(f".pass-row[data-pass-index='{chosen['pass_index']}']")
-        ms = timed_click(page, row, graph_ready(chosen["after"]))
+        # the name: the row's left edge holds other controls (breakpoints)
+        row = page.locator(f".pass-row[data-pass-index='{chosen['pass_index']}'] .pass-name")
+        row.scroll_into_view_if_needed()
+        try:
+            ms = timed_click(page, row, graph_ready(chosen["after"]))
+        except Exception as err:
+            shown = page.evaluate(f"() => [Object.assign({{}}, {PANE}.dataset), {PANE}.textContent.slice(0, 300)]")
+            raise NotAvailable(f"the graph of snapshot {chosen['after']} never showed: {shown}") from err
         if chosen is fuse:
             times.append(ms)
     return times
