@@ -100,6 +100,40 @@ class SnapshotSourceMapDetail(TypedDict):
     snapshot: SnapshotSourceMap
 
 
+class GraphNode(TypedDict):
+    """One expression of a snapshot's dataflow graph (explorer.graphview)."""
+
+    id: int  # the node id of the source map
+    kind: str  # call | constant | tuple | tuple_getitem | let | if | var
+    op: str | None
+    label: str
+    type: str | None  # the printed type, when the text shows one
+    line: int  # 1-based line of its definition in the snapshot's text
+    spans: list[str]  # frontend layer names
+    inputs: list[int]  # node ids of its operands' producers, in order
+    group: int  # index into `groups`, -1: the top level
+
+
+class GraphGroup(TypedDict):
+    """A box that expands: a global function, a frontend layer path, a fused function (its
+    parameters replaced by the call's arguments), or a run of consecutive children."""
+
+    kind: str  # global | layer | function | range
+    label: str
+    parent: int  # index into `groups`, -1: the top level
+    node_ids: list[int]  # a function group: the function's node id and its call's
+    line: int  # first line of its members
+    size: int  # nodes inside, at any depth
+
+
+class SnapshotGraph(TypedDict):
+    """GET /api/snapshots/<id>/graph: the snapshot's dataflow graph and its groups."""
+
+    snapshot_id: int
+    nodes: list[GraphNode]
+    groups: list[GraphGroup]
+
+
 class DiffHunk(TypedDict):
     """1-based inclusive line ranges; an empty range has end = start - 1."""
 

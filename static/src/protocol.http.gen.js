@@ -94,6 +94,40 @@ export {};
  */
 
 /**
+ * One expression of a snapshot's dataflow graph (explorer.graphview).
+ * @typedef {Object} GraphNode
+ * @property {number} id
+ * @property {string} kind
+ * @property {(string|null)} op
+ * @property {string} label
+ * @property {(string|null)} type
+ * @property {number} line
+ * @property {Array<string>} spans
+ * @property {Array<number>} inputs
+ * @property {number} group
+ */
+
+/**
+ * A box that expands: a global function, a frontend layer path, a fused function (its
+ * parameters replaced by the call's arguments), or a run of consecutive children.
+ * @typedef {Object} GraphGroup
+ * @property {string} kind
+ * @property {string} label
+ * @property {number} parent
+ * @property {Array<number>} node_ids
+ * @property {number} line
+ * @property {number} size
+ */
+
+/**
+ * GET /api/snapshots/<id>/graph: the snapshot's dataflow graph and its groups.
+ * @typedef {Object} SnapshotGraph
+ * @property {number} snapshot_id
+ * @property {Array<GraphNode>} nodes
+ * @property {Array<GraphGroup>} groups
+ */
+
+/**
  * 1-based inclusive line ranges; an empty range has end = start - 1.
  * @typedef {Object} DiffHunk
  * @property {DiffTag} tag
