@@ -165,7 +165,7 @@ def measure(page: Any, finished: list[dict[str, Any]], repeat: int) -> Row:
         chosen = picks[k % len(picks)]
         if k and len(picks) == 1:
             break
-        row_loc = page.locator(f".pass-row[data-pass-index='{chosen['pass_index']}']")
+        row_loc = page.locator(f".pass-row[data-pass-index='{chosen['pass_index']}'] .pass-name")
         ms = timed_click(page, row_loc, diff_ready(chosen["after"]))
         renders.append(ms)
     row["first diff render ms"] = renders[0]
