@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from explorer import queries
+from explorer import compiler, queries
 from explorer.guard import LOOPBACK_HOSTS
 from explorer.hub import EventHub
 from explorer.protocol import PASS_FINISHED, RUN_STARTED, ApiError, RunEvent, RunOptions
@@ -279,7 +279,7 @@ def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         hub.add_sink(sink)
         sessions = SessionService(store, Path(tmp))
         manager = RunManager(store, hub, sessions)
-        session = sessions.create(args.model.name, args.model.read_bytes(),
+        session = sessions.create(args.model.name, compiler.model_bytes(args.model),
                                   parse_input_shapes(args.input_shapes))
         options = _options(args)
         manager.validate(options)

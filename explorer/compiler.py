@@ -29,9 +29,12 @@ from engine.relay.backend.build_module import (
 from engine.relay.printer import SourceMapTable, print_ir
 from engine.relay.qnn import transform as qnn_transform  # registers qnn.CanonicalizeOps
 from engine.relay.testing.numerics import NumericsChecker
+from engine.relay.testing.reproducer import PassSpec, write_reproducer
+from engine.relay.textfile import read_constants, with_metadata
 from engine.relay.transform.pipeline import bind_params
 from engine.te.config import KEEP_SCHEDULE_RECORD
 from engine.transform import PassContext
+from engine.transform.remarks import frame_remarks
 from explorer.protocol import ModelFormat, PlannedPass, model_format, planned_pass
 
 TARGET = "llvm"
@@ -43,8 +46,9 @@ ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.rel
 once; one that cannot be imported is skipped there)."""
 
 __all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext", "check_types",
-           "PassInstrument", "SourceMapTable", "compile_module", "load_model", "model_inputs",
-           "kernels", "pass_context", "plan", "print_snapshot", "qnn_transform", "registered_passes", "run_passes", "transform"]
+           "PassInstrument", "PassSpec", "model_bytes", "SourceMapTable", "compile_module", "load_model", "model_inputs",
+           "kernels", "pass_context", "plan", "print_snapshot", "qnn_transform", "registered_passes", "run_passes", "transform", "write_reproducer",
+           "frame_remarks"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -145,6 +149,16 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return str(value)
+
+
+def model_bytes(path: Path) -> bytes:
+    """A model file's bytes; Relay text with its constants beside it (`NAME.npz`, as a
+    reproducer ships them) comes back self-contained, the constants inlined."""
+    data = path.read_bytes()
+    constants = path.with_suffix(".npz")
+    if path.suffix.lower() != ".relay" or not constants.exists():
+        return data
+    return with_metadata(data.decode(), read_constants(constants)).encode()
 
 
 # --- printing --------------------------------------------------------------------------------

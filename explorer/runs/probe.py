@@ -12,15 +12,13 @@ connection. The runs import the file again in their own workers.
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing.connection
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from explorer.protocol import ApiError, Session
-from explorer.runs.children import die_with_parent, exit_description, load_plugins, mp_context
+from explorer.runs.child_call import ErrorTuple, answer, call_in_child
+from explorer.runs.children import load_plugins
 from explorer.sessions import Inspector, SessionService, Shapes
 from explorer.store import Store
 
@@ -65,76 +63,34 @@ def isolated_inspector(db_path: str, models_dir: str, plugins: tuple[str, ...],
 def probe_upload(job: ProbeJob, timeout: float = PROBE_TIMEOUT) -> Probed:
     """Import `job.path` in a child process; the ApiError it raised, or one naming how
     it died."""
-    ctx = mp_context()
-    conn, child = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_probe_main, args=(job, child), daemon=True,
-                          name=f"explorer-probe-{job.sid}")
-    process.start()
-    child.close()
-    try:
-        reply = _receive(conn, process, timeout, job.display)
-    finally:
-        conn.close()
-        _reap(process)
-    if isinstance(reply, ApiError):
-        raise reply
-    return reply
-
-
-def _receive(conn: Any, process: Any, timeout: float, display: str) -> Probed | ApiError:
-    ready = multiprocessing.connection.wait([conn, process.sentinel], timeout)
-    if not ready:
+    def on_timeout() -> ApiError:
         return ApiError(422, "import_timeout",
-                        f"{display}: the import took longer than {timeout:.0f} s")
-    with contextlib.suppress(EOFError, OSError):
-        if conn.poll():
-            kind, payload = conn.recv()
-            return _decode(kind, payload)
-    process.join(5)
-    how = exit_description(process.exitcode)
-    return ApiError(422, "import_crashed",
-                    f"{display}: the process importing this file stopped ({how}) "
-                    "before it could answer",
-                    {"exit": how})
+                        f"{job.display}: the import took longer than {timeout:.0f} s")
 
+    def on_crash(how: str) -> ApiError:
+        return ApiError(422, "import_crashed",
+                        f"{job.display}: the process importing this file stopped ({how}) "
+                        "before it could answer", {"exit": how})
 
-def _decode(kind: str, payload: Any) -> Probed | ApiError:
-    if kind == "ok":
-        return Probed(*payload)
-    status, code, message, detail = payload
-    return ApiError(status, code, message, detail)
-
-
-def _reap(process: Any) -> None:
-    if process.is_alive():
-        process.kill()
-    process.join(5)
+    return Probed(*call_in_child(_probe_main, job, timeout, f"explorer-probe-{job.sid}",
+                                 on_timeout, on_crash))
 
 
 # --- the child ------------------------------------------------------------------------------
 def _probe_main(job: ProbeJob, conn: Any) -> None:
-    die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    store = Store(job.db_path)
-    try:
+    def work(store: Store) -> tuple[Session, dict[str, Any], int]:
         load_plugins(job.plugins)
         sessions = SessionService(store, Path(job.models_dir))
-        session, graph, snapshot = sessions.inspect(job.sid, job.display, Path(job.path),
-                                                    job.shapes)
-        reply: tuple[str, Any] = ("ok", (session, graph, snapshot))
-    except ApiError as err:
-        reply = ("error", (err.status, err.code, err.message, err.detail))
-    except RecursionError:
-        reply = ("error", (422, "nested_too_deep",
-                           f"{job.display}: the model is nested too deeply to import "
-                           "(expressions, types or subgraphs inside each other)",
-                           {"exception": "RecursionError"}))
-    except Exception as exc:  # not one of the importers' typed errors: still named
-        reply = ("error", (422, "import_failed",
-                           f"{job.display}: the model could not be imported "
-                           f"({type(exc).__name__})", {"exception": type(exc).__name__}))
-    finally:
-        store.close()
-    conn.send(reply)
-    conn.close()
+        return sessions.inspect(job.sid, job.display, Path(job.path), job.shapes)
+
+    answer(conn, job.db_path, work, lambda exc: _import_error(job.display, exc))
+
+
+def _import_error(display: str, exc: Exception) -> ErrorTuple:
+    if isinstance(exc, RecursionError):
+        return (422, "nested_too_deep",
+                f"{display}: the model is nested too deeply to import "
+                "(expressions, types or subgraphs inside each other)",
+                {"exception": "RecursionError"})
+    return (422, "import_failed", f"{display}: the model could not be imported "
+            f"({type(exc).__name__})", {"exception": type(exc).__name__})

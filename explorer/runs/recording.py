@@ -36,6 +36,7 @@ from explorer.protocol import (
     pass_stats,
 )
 from explorer.protocol import numerics as numerics_payload
+from explorer.remarks import record_remarks
 from explorer.store import Store
 
 ModuleKey = tuple[tuple[str, int, bool], ...]
@@ -213,6 +214,7 @@ class RecordingInstrument(PassInstrument):
         if numerics is not None and not numerics["ok"] and self.state.first_break is None:
             self.state.first_break = (frame.name, mod)
         self.state.last_snapshot = after
+        record_remarks(self.recorder.store, self.recorder.run_id, frame.index)
         self.state.records.append(PassRecord(frame.index, frame.name, frame.depth, frame.parent,
                                              changed, frame.leaf, elapsed * 1e3, numerics,
                                              after.id))
