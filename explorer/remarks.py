@@ -11,10 +11,10 @@ new function, so its id in the later snapshot is not the one the remark names).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from explorer import compiler
-from explorer.protocol import PASS_FAILED, PASS_FINISHED
+from explorer.protocol import PASS_FAILED, PASS_FINISHED, RemarkEntry, RemarkList
 from explorer.queries import SnapshotIndexCache
 from explorer.store import Store
 
@@ -38,33 +38,33 @@ def _passes(store: Store, run_id: str) -> list[dict[str, Any]]:
             if e["type"] in (PASS_FINISHED, PASS_FAILED)]
 
 
-def pass_remarks(store: Store, run_id: str, pass_index: int) -> tuple[list[dict[str, Any]], int]:
+def pass_remarks(store: Store, run_id: str, pass_index: int) -> tuple[list[RemarkEntry], int]:
     """The stored remarks of one pass (each with its pass index) and how many it made."""
     stored = store.artifact(run_id, ARTIFACT.format(pass_index))
     if stored is None:
         return [], 0
-    return [{**r, "pass_index": pass_index} for r in stored["remarks"]], int(stored["count"])
+    return ([cast(RemarkEntry, {**r, "pass_index": pass_index}) for r in stored["remarks"]],
+            int(stored["count"]))
 
 
 def query(store: Store, cache: SnapshotIndexCache, run_id: str, pass_index: int | None,
-          node_id: int | None) -> dict[str, Any]:
+          node_id: int | None) -> RemarkList:
     """RemarkList: {remarks, count, node?, layers?} (see module docstring)."""
     passes = _passes(store, run_id)
     indexes = [p["pass_index"] for p in passes
                if pass_index is None or p["pass_index"] == pass_index]
-    remarks: list[dict[str, Any]] = []
+    remarks: list[RemarkEntry] = []
     count = 0
     for index in indexes:
         found, made = pass_remarks(store, run_id, index)
         remarks.extend(found)
         count += made
     if node_id is None:
-        return {"remarks": remarks, "count": count}
+        return RemarkList(remarks=remarks, count=count)
     layers = _node_layers(cache, passes, store.run(run_id), node_id)
     about = [r for r in remarks if r["node_id"] == node_id
              or layers.intersection(r["layers"])]
-    return {"remarks": about, "count": len(about), "node_id": node_id,
-            "layers": sorted(layers)}
+    return RemarkList(remarks=about, count=len(about), node_id=node_id, layers=sorted(layers))
 
 
 def _node_layers(cache: SnapshotIndexCache, passes: list[dict[str, Any]],

@@ -73,6 +73,8 @@ from explorer.protocol.http import (
     LayerNode,
     OkAck,
     PassList,
+    RemarkEntry,
+    RemarkList,
     RunArtifacts,
     RunDetail,
     RunExport,
@@ -170,7 +172,7 @@ __all__ = [
     "run_started",
     # http and socket acks
     "Ack", "Backtrace", "BacktraceStep", "Diff", "DiffHunk", "DiffNodes", "DiffSummary", "EventsPage",
-    "ExportedEvent", "ExportedGraph", "ExportedSnapshot", "LayerLookup", "LayerNode", "OkAck", "PassList",
+    "ExportedEvent", "ExportedGraph", "ExportedSnapshot", "LayerLookup", "LayerNode", "OkAck", "PassList", "RemarkEntry", "RemarkList",
     "RunArtifacts", "RunDetail", "RunExport", "RunImported", "RunRequest", "ScheduleDetail", "ScheduleList",
     "ScheduleNode", "ScheduleRecord", "ScheduleStep", "SessionCreated", "SessionDetail", "SessionList", "SessionRenamed",
     "Snapshot", "SnapshotDetail", "SnapshotSourceMap", "SnapshotSourceMapDetail",

@@ -233,6 +233,24 @@ class ScheduleDetail(TypedDict):
     steps: list[ScheduleStep]
 
 
+RemarkEntry = TypedDict("RemarkEntry", {
+    "pass": str, "pass_index": int, "kind": str, "rule": str, "message": str,
+    "node_id": int, "op": str, "layers": list[str], "args": dict[str, Any]})
+"""One optimization remark: `kind` applied / missed / analysis, the rule that decided,
+the node it is about (0: none) with its op and layers; `pass` is the pass's name."""
+
+
+class RemarkList(TypedDict):
+    """GET /api/runs/<rid>/remarks[?pass=I][&node=N]: `count` how many the passes made
+    (a pass keeps at most 5000); with `node`, the remarks about it by id or by the layers
+    its spans name (`layers`)."""
+
+    remarks: list[RemarkEntry]
+    count: int
+    node_id: NotRequired[int]
+    layers: NotRequired[list[str]]
+
+
 # --- socket requests and acks -----------------------------------------------------------------
 class StartRunRequest(TypedDict):
     session_id: str

@@ -105,4 +105,6 @@ export const api = {
   schedules: (rid) => getJSON(ROUTES.schedules(rid)),
   schedule: (rid, index) => getJSON(ROUTES.schedule(rid, index)),
   passes: () => getJSON(ROUTES.passes()),
+  /** RemarkList of a run: of one pass ({pass}) or about one node ({node}). */
+  remarks: (rid, which) => getJSON(ROUTES.remarks(rid, which)),
 };

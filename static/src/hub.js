@@ -14,6 +14,7 @@ export const TOPIC = Object.freeze({
   LAYER_SELECTED: "layer:selected",
   TAB: "tab",
   CLEAR: "clear",
+  REMARKS: "remarks",
 });
 
 /**
@@ -71,6 +72,14 @@ export const TOPIC = Object.freeze({
  */
 
 /**
+ * The remarks of the compared pass, for the diff to show at their expressions' lines.
+ * @typedef {Object} Remarks
+ * @property {number} left snapshot id
+ * @property {(number|null)} right snapshot id
+ * @property {Array<import("./protocol.js").RemarkEntry>} remarks
+ */
+
+/**
  * Escape: drop the expression / layer selection (no fields).
  * @typedef {Object} Clear
  */
@@ -87,6 +96,7 @@ export const TOPIC = Object.freeze({
  *   "layer:selected": LayerSelected | null,
  *   "tab": Tab,
  *   "clear": Clear,
+ *   "remarks": Remarks,
  * }} TopicPayloads
  */
 

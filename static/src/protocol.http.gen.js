@@ -229,6 +229,30 @@ export {};
  */
 
 /**
+ * @typedef {Object} RemarkEntry
+ * @property {string} pass
+ * @property {number} pass_index
+ * @property {string} kind
+ * @property {string} rule
+ * @property {string} message
+ * @property {number} node_id
+ * @property {string} op
+ * @property {Array<string>} layers
+ * @property {Object<string, *>} args
+ */
+
+/**
+ * GET /api/runs/<rid>/remarks[?pass=I][&node=N]: `count` how many the passes made
+ * (a pass keeps at most 5000); with `node`, the remarks about it by id or by the layers
+ * its spans name (`layers`).
+ * @typedef {Object} RemarkList
+ * @property {Array<RemarkEntry>} remarks
+ * @property {number} count
+ * @property {number} [node_id]
+ * @property {Array<string>} [layers]
+ */
+
+/**
  * @typedef {Object} StartRunRequest
  * @property {string} session_id
  * @property {RunOptionsJSON} options

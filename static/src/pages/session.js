@@ -6,6 +6,7 @@ import { EventHub, TOPIC } from "../hub.js";
 import { DiffPane } from "../panes/diff.js";
 import { LayersPane } from "../panes/layers.js";
 import { OptionsPane } from "../panes/options.js";
+import { PassDebugPane } from "../panes/pass-debug.js";
 import { PinShapes, symbolicInputs } from "../panes/pin-shapes.js";
 import { ProvenancePane } from "../panes/provenance.js";
 import { SchedulesPane } from "../panes/schedules.js";
@@ -70,6 +71,7 @@ export class SessionPage {
     this.schedules = new SchedulesPane(this.hub, this.ctx);
     this.provenance = new ProvenancePane(this.hub, this.ctx);
     this.layers = new LayersPane(this.hub, this.ctx);
+    this.passDebug = new PassDebugPane(this.hub, this.ctx);
     this.tabBar = h("div.tabs", { role: "tablist" },
       this.columnToggle("left", "◧", "Show or hide the passes column"),
       TABS.map(([key, label]) =>
@@ -104,6 +106,7 @@ export class SessionPage {
     this.schedules.mount(this.tabBodies.schedules);
     this.provenance.mount(right);
     this.layers.mount(right);
+    this.passDebug.mount(right);
   }
 
   wire() {
