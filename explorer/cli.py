@@ -1,10 +1,11 @@
-"""The `explorer` command: `serve`, `run`, `trace`, `sessions` and `delete`.
+"""The `explorer` command: `serve`, `run`, `trace`, `report`, `sessions` and `delete`.
 
     explorer serve [MODEL] [--host 127.0.0.1] [--port 5000] [--data DIR] [--open] [--demo]
                    [--max-runs N] [--plugin MODULE]
     explorer run MODEL [--opt-level 3] [--disable P] [--print-after-all | --print-after-change]
                        [--timing] [--check-numerics]
     explorer trace MODEL NODE_OR_LAYER [--opt-level 3] [--disable P]
+    explorer report MODEL -o run.html [--opt-level 3] [--disable P] ...   # one HTML file
     explorer sessions [--data DIR]          # list the stored sessions and their runs
     explorer delete ID [--data DIR]         # delete a session (with its runs) or a run
 
@@ -74,6 +75,10 @@ def _parser() -> argparse.ArgumentParser:
             shown.add_argument("--print-after-all", action="store_true")
             shown.add_argument("--print-after-change", action="store_true")
             cmd.add_argument("--timing", action="store_true", help="print the pass timing tree")
+    report = sub.add_parser("report", help="write a run's page as one self-contained HTML file")
+    report.add_argument("model", type=Path)
+    report.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.html")
+    _pipeline_args(report)
     listing = sub.add_parser("sessions", help="list the stored sessions and their runs")
     listing.add_argument("--data", type=Path, default=None, help="data folder")
     delete = sub.add_parser("delete", help="delete a session (with its runs) or a run")
@@ -100,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve(args)
         if args.command in ("sessions", "delete"):
             return manage(args, sys.stdout, sys.stderr)
+        if args.command == "report":
+            return static_report(args, sys.stdout, sys.stderr)
         return terminal_run(args, sys.stdout, sys.stderr)
     except ApiError as err:
         print(f"explorer: {err.message}", file=sys.stderr)
@@ -265,27 +272,34 @@ def _options(args: argparse.Namespace) -> RunOptions:
         "build": not args.no_build and passes is None})
 
 
-def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _run_here(args: argparse.Namespace, store: Store, models: Path, sink: TerminalSink
+              ) -> tuple[str, str]:
+    """Run the pipeline of `args` on MODEL in this process: (session id, run id)."""
     from explorer.runs.execution import tune_gc_for_compilation
     from explorer.sessions import parse_input_shapes
 
     tune_gc_for_compilation()  # this process only compiles
+    hub = EventHub(store)
+    hub.add_sink(sink)
+    sessions = SessionService(store, models)
+    manager = RunManager(store, hub, sessions)
+    session = sessions.create(args.model.name, compiler.model_bytes(args.model),
+                              parse_input_shapes(args.input_shapes))
+    options = _options(args)
+    manager.validate(options)
+    run_id = manager.start_sync(session["id"], options)
+    if sink.progress:
+        print(file=sink.err)
+    return session["id"], run_id
+
+
+def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with tempfile.TemporaryDirectory(prefix="explorer-") as tmp:
         store = Store(":memory:")
-        hub = EventHub(store)
         is_run = args.command == "run"
         sink = TerminalSink(store, out, err, getattr(args, "print_after_all", False),
                             getattr(args, "print_after_change", False), progress=is_run)
-        hub.add_sink(sink)
-        sessions = SessionService(store, Path(tmp))
-        manager = RunManager(store, hub, sessions)
-        session = sessions.create(args.model.name, compiler.model_bytes(args.model),
-                                  parse_input_shapes(args.input_shapes))
-        options = _options(args)
-        manager.validate(options)
-        run_id = manager.start_sync(session["id"], options)
-        if sink.progress:
-            print(file=err)
+        _, run_id = _run_here(args, store, Path(tmp), sink)
         summary = store.run(run_id)
         if is_run:
             _report(store, run_id, summary, out, args.timing)
@@ -297,6 +311,36 @@ def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                   f"{summary['error']}", file=err)
             return EXIT_FAILED
     return EXIT_OK
+
+
+def static_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`explorer report MODEL -o FILE`: run the pipeline, then write the run's page as one
+    self-contained HTML file (explorer/report.py)."""
+    from explorer import create_app
+    from explorer.report import ReportError, write_report
+
+    with tempfile.TemporaryDirectory(prefix="explorer-report-") as tmp:
+        data = Path(tmp)
+        store = Store(data / "explorer.sqlite3")
+        try:
+            session_id, run_id = _run_here(args, store, data / "models",
+                                           TerminalSink(store, out, err))
+            summary = store.run(run_id)
+        finally:
+            store.close()
+        app = create_app({"DATA_DIR": str(data), "MAX_CONCURRENT_RUNS": 1})
+        try:
+            size = write_report(app.test_client(), session_id, run_id, args.model.name,
+                                args.output)
+        except ReportError as error:
+            print(f"explorer: {error}", file=err)
+            return EXIT_FAILED
+        finally:
+            if app.extensions["explorer"].started:
+                app.extensions["explorer"].runs.shutdown()
+    print(f"{summary['status']}: {summary['num_passes']} passes; report written to "
+          f"{args.output} ({size / 1e6:.1f} MB)", file=out)
+    return EXIT_OK if summary["status"] == "finished" else EXIT_FAILED
 
 
 def _report(store: Store, run_id: str, summary: Mapping[str, Any], out: TextIO,
