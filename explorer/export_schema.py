@@ -15,6 +15,7 @@ from explorer.protocol import (
     MAX_SAFE_INT,
     ApiError,
     Layer,
+    PassRemarks,
     ScheduleRecord,
     SourceMapEntry,
     TensorInfo,
@@ -95,6 +96,8 @@ SNAPSHOT_FIELDS: Fields = (
 )
 ARTIFACT_FIELDS: Fields = (
     ("schedules", _declared(list[ScheduleRecord]), "a list of ScheduleRecord", False),
+    ("remarks", _declared(dict[str, PassRemarks]), "an object of PassRemarks by pass index",
+     False),
 )
 DOCUMENT_FIELDS: Fields = (
     ("session", _dict, "an object", True),

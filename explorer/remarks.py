@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 from explorer import compiler
-from explorer.protocol import PASS_FAILED, PASS_FINISHED, RemarkEntry, RemarkList
+from explorer.export_schema import invalid
+from explorer.protocol import PASS_FAILED, PASS_FINISHED, PassRemarks, RemarkEntry, RemarkList
 from explorer.queries import SnapshotIndexCache
 from explorer.store import Store
 
@@ -31,6 +32,30 @@ def record_remarks(store: Store, run_id: str, pass_index: int) -> int:
     store.put_artifact(run_id, ARTIFACT.format(pass_index),
                        {"count": len(found), "remarks": kept})
     return len(found)
+
+
+def exported_artifacts(artifacts: dict[str, Any]) -> dict[str, Any]:
+    """A run's artifacts for its export: the per-pass remarks gathered under `remarks`
+    (by pass index), the others as they are."""
+    out: dict[str, Any] = {}
+    remarks: dict[str, PassRemarks] = {}
+    prefix = ARTIFACT.format("")
+    for key, data in artifacts.items():
+        if key.startswith(prefix):
+            remarks[key[len(prefix):]] = data
+        else:
+            out[key] = data
+    if remarks:
+        out["remarks"] = remarks
+    return out
+
+
+def import_remarks(store: Store, run_id: str, remarks: dict[str, PassRemarks]) -> None:
+    """Store an export's remarks (checked by explorer/export_schema.py) under their passes."""
+    for index, stored in remarks.items():
+        if not index.isdigit():
+            raise invalid("artifacts.remarks", f"has the key {index[:40]!r}, not a pass index")
+        store.put_artifact(run_id, ARTIFACT.format(int(index)), stored)
 
 
 def _passes(store: Store, run_id: str) -> list[dict[str, Any]]:

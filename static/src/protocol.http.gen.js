@@ -229,9 +229,8 @@ export {};
  */
 
 /**
- * @typedef {Object} RemarkEntry
+ * @typedef {Object} RemarkRecord
  * @property {string} pass
- * @property {number} pass_index
  * @property {string} kind
  * @property {string} rule
  * @property {string} message
@@ -239,6 +238,27 @@ export {};
  * @property {string} op
  * @property {Array<string>} layers
  * @property {Object<string, *>} args
+ */
+
+/**
+ * A remark as the API answers it: with the index of its pass in the run.
+ * @typedef {Object} RemarkEntry
+ * @property {string} pass
+ * @property {string} kind
+ * @property {string} rule
+ * @property {string} message
+ * @property {number} node_id
+ * @property {string} op
+ * @property {Array<string>} layers
+ * @property {Object<string, *>} args
+ * @property {number} pass_index
+ */
+
+/**
+ * The remarks of one pass as a run stores (and exports) them: at most 5000 of `count`.
+ * @typedef {Object} PassRemarks
+ * @property {number} count
+ * @property {Array<RemarkRecord>} remarks
  */
 
 /**
@@ -322,9 +342,11 @@ export {};
  */
 
 /**
- * The artifacts of a run export (`schedules`: every kernel of a built run).
+ * The artifacts of a run export (`schedules`: every kernel of a built run; `remarks`:
+ * by pass index, the remarks of each pass that made some).
  * @typedef {Object} RunArtifacts
  * @property {Array<ScheduleRecord>} [schedules]
+ * @property {Object<string, PassRemarks>} [remarks]
  */
 
 /**

@@ -3,6 +3,8 @@ the layers its spans name: "why wasn't this fused?"), and bad arguments named.""
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any
 
 from debug_models import conv_model, finished_run
@@ -57,3 +59,23 @@ def test_bad_remark_queries_are_named(client, sock):
     assert bad.status_code == 400 and "'node'" in bad.get_json()["error"]["message"]
     assert client.get("/api/runs/nope/remarks").status_code == 404
     assert _remarks(client, run_id, node=10**12)["remarks"] == []
+
+
+def test_remarks_travel_with_an_exported_run(client, sock):
+    run_id, passes = finished_run(client, sock, conv_model(), "convs.onnx", build=False)
+    mine = _remarks(client, run_id)
+    export = client.get(f"/api/runs/{run_id}/export").get_json()
+    assert set(export["artifacts"]["remarks"]) == {str(r["pass_index"]) for r in mine["remarks"]}
+
+    def imported(doc: dict[str, Any]) -> Any:
+        return client.post("/api/runs/import", content_type="multipart/form-data",
+                           data={"file": (io.BytesIO(json.dumps(doc).encode()), "run.json")})
+
+    resp = imported(export)
+    assert resp.status_code == 201, resp.get_json()
+    again = _remarks(client, resp.get_json()["run"]["id"])
+    assert again["remarks"] == mine["remarks"]
+
+    export["artifacts"]["remarks"] = {"first": export["artifacts"]["remarks"].popitem()[1]}
+    bad = imported(export)
+    assert bad.status_code == 400 and "not a pass index" in bad.get_json()["error"]["message"]

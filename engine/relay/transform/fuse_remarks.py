@@ -9,15 +9,23 @@ one op into one APPLIED remark at its root.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from engine.ir.expr import Call
+from engine.ir.expr import Call, Expr
 from engine.relay.op.op import OpPattern
 from engine.relay.transform.fuse_ops_graph import GraphNode, IndexedForwardGraph
 from engine.transform.remarks import APPLIED, MISSED, op_name, remark
 
-if TYPE_CHECKING:
-    from engine.relay.transform.fuse_partition import Group
+
+class Group(Protocol):
+    """What the notes read of a fusion group (fuse_partition.Group)."""
+
+    root_ref: Expr
+    pattern: int
+    num_nodes: int
+
+    def find_root(self) -> Group: ...
 
 PATTERN_NAMES = {OpPattern.ELEMWISE: "elemwise", OpPattern.BROADCAST: "broadcast",
                  OpPattern.INJECTIVE: "injective", OpPattern.COMM_REDUCE: "comm_reduce",
@@ -38,7 +46,7 @@ class FusionNotes:
     def note(self, gnode: GraphNode, rule: str, message: str, **args: Any) -> None:
         self.reasons[gnode.index] = (rule, message, args)
 
-    def emit(self, graph: IndexedForwardGraph, groups: list[Group]) -> None:
+    def emit(self, graph: IndexedForwardGraph, groups: Sequence[Group]) -> None:
         """MISSED remarks for unfused producers, APPLIED ones for groups of several ops."""
         for gnode in graph.post_dfs_order:
             calls = [out for out, _ in gnode.outputs if isinstance(out.ref, Call)]
