@@ -31,6 +31,7 @@ from explorer import compiler, queries
 from explorer.guard import LOOPBACK_HOSTS
 from explorer.hub import EventHub
 from explorer.protocol import PASS_FINISHED, RUN_STARTED, ApiError, RunEvent, RunOptions
+from explorer.runs.config import RunConfig
 from explorer.runs.manager import RunManager
 from explorer.sessions import SessionService
 from explorer.store import Store
@@ -96,6 +97,8 @@ def _pipeline_args(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--no-build", action="store_true",
                      help="run relay.optimize instead of relay.build (no lowering, no kernels)")
     cmd.add_argument("--input-shapes", default=None, help='JSON {"name": [dims]}')
+    cmd.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                     help="a Python module to import first (registers extra passes)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -282,7 +285,7 @@ def _run_here(args: argparse.Namespace, store: Store, models: Path, sink: Termin
     hub = EventHub(store)
     hub.add_sink(sink)
     sessions = SessionService(store, models)
-    manager = RunManager(store, hub, sessions)
+    manager = RunManager(store, hub, sessions, config=RunConfig(plugins=tuple(args.plugin)))
     session = sessions.create(args.model.name, compiler.model_bytes(args.model),
                               parse_input_shapes(args.input_shapes))
     options = _options(args)

@@ -69,7 +69,7 @@ def test_a_fuse_ops_reproducer_runs_green_and_from_the_cli(client, sock, tmp_pat
     assert re.search(r"numerics: \d+ passes checked against the imported model.*: ok", out)
 
 
-def test_a_plugin_pass_ships_its_source(client, sock, tmp_path):
+def test_a_plugin_pass_ships_its_source(client, sock, tmp_path, capsys):
     session = upload(client)
     run_id = start(sock, session["id"], passes=["ExplorerTestRebuild"], build=False)
     subscribe(sock, run_id)
@@ -84,6 +84,10 @@ def test_a_plugin_pass_ships_its_source(client, sock, tmp_path):
     assert json.loads((folder / "pass.json").read_text())["plugins"] == ["explorer_helpers"]
     result = run_pytest(folder)
     assert result.returncode == 0, result.stdout + result.stderr
+    readme = (folder / "README.md").read_text()
+    assert "explorer run --plugin explorer_helpers --passes ExplorerTestRebuild" in readme
+    assert main(["run", str(folder / "before.relay"), "--plugin", "explorer_helpers",
+                 "--passes", "ExplorerTestRebuild"]) == 0
 
 
 def test_bad_reproducer_requests_are_named(client, sock):

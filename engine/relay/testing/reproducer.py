@@ -120,11 +120,14 @@ def _readme(spec: PassSpec, keeps: bool) -> str:
     verdict = ("The pass keeps the outputs within tolerance: the test is green." if keeps
                else "The pass changes the outputs beyond tolerance here: "
                     "test_numerics fails until the pass is fixed.")
+    plugins = "".join(f" --plugin {name}" for name in sorted(spec.plugins))
+    path = "PYTHONPATH=/path/to/the/repository" + (":plugins" if plugins else "")
     return (f"# Reproducer: {spec.title or spec.name}\n\n"
             f"Runs pass `{spec.name}` (opt_level {spec.opt_level}) on `before.relay` "
             "(constants in `before.npz`).\n\n"
             "    PYTHONPATH=/path/to/the/repository pytest -q\n"
-            f"    explorer run --passes {spec.name} before.relay\n\n{verdict}\n")
+            f"    {path} explorer run{plugins} --passes {spec.name} before.relay\n\n"
+            f"{verdict}\n")
 
 
 _TEST_SOURCE = '''"""Reproducer: {title}.
