@@ -22,6 +22,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 import webbrowser
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -322,6 +323,7 @@ def static_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from explorer import create_app
     from explorer.report import ReportError, write_report
 
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="explorer-report-") as tmp:
         data = Path(tmp)
         store = Store(data / "explorer.sqlite3")
@@ -331,6 +333,7 @@ def static_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             summary = store.run(run_id)
         finally:
             store.close()
+        ran = time.perf_counter()
         app = create_app({"DATA_DIR": str(data), "MAX_CONCURRENT_RUNS": 1})
         try:
             size = write_report(app.test_client(), session_id, run_id, args.model.name,
@@ -341,8 +344,9 @@ def static_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         finally:
             if app.extensions["explorer"].started:
                 app.extensions["explorer"].runs.shutdown()
-    print(f"{summary['status']}: {summary['num_passes']} passes; report written to "
-          f"{args.output} ({size / 1e6:.1f} MB)", file=out)
+    print(f"{summary['status']}: {summary['num_passes']} passes in {ran - started:.1f} s; "
+          f"report written to {args.output} ({size / 1e6:.1f} MB, "
+          f"{time.perf_counter() - ran:.1f} s)", file=out)
     return EXIT_OK if summary["status"] == "finished" else EXIT_FAILED
 
 

@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from explorer import asset_root
+from explorer import asset_root, queries
+from explorer.extensions import services
 from explorer.protocol import PASS_FAILED, PASS_FINISHED, RUN_STARTED
 
 BUNDLE = "static/dist/report.js"
@@ -110,14 +111,37 @@ def collect(client: Any, session_id: str, run_id: str) -> dict[str, Any]:
             "snapshots": snapshots, "blobs": c.blobs, "responses": c.responses}
 
 
+class _EventsOnce:
+    """The store, with a run's events read once (a backtrace reads them all, and the report
+    asks for hundreds of backtraces)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._events: dict[str, list[Any]] = {}
+
+    def events(self, run_id: str, since: int = 0) -> list[Any]:
+        if run_id not in self._events:
+            self._events[run_id] = self._store.events(run_id)
+        return [e for e in self._events[run_id] if e["index"] >= since]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
 def _backtraces(c: _Collector, run_id: str, summary: dict[str, Any]) -> None:
+    """The backtrace of each expression of the final module, as GET .../backtrace/<node>
+    answers it (the same query, its run's events read once)."""
     final = summary.get("final_snapshot")
     if final is None:
         return
     source_map = _get(c.client, f"/api/snapshots/{final}?part=source_map")["snapshot"]
     nodes = list(dict.fromkeys(int(e["node_id"]) for e in source_map["source_map"]))
-    for node in nodes[:MAX_BACKTRACES]:
-        c.keep(f"/api/runs/{run_id}/backtrace/{node}")
+    with c.client.application.app_context():
+        svc = services()
+        store = _EventsOnce(svc.store)
+        for node in nodes[:MAX_BACKTRACES]:
+            c.responses[f"/api/runs/{run_id}/backtrace/{node}"] = queries.backtrace(
+                store, svc.snapshots, run_id, node)  # type: ignore[arg-type]
 
 
 def pack(data: dict[str, Any]) -> str:

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from debug_models import conv_model
+from debug_models import conv_model, finished_run
 
 from explorer.cli import main
-from explorer.report import ReportError, render
+from explorer.report import ReportError, collect, render
 
 
 def _data(html: str) -> dict[str, Any]:
@@ -77,3 +77,13 @@ def test_report_needs_an_output(tmp_path: Path, capsys):
     with pytest.raises(SystemExit):
         main(["report", str(tmp_path / "m.onnx")])
     assert "-o" in capsys.readouterr().err
+
+
+def test_collected_answers_are_the_routes_answers(client, sock):
+    run_id, _ = finished_run(client, sock, conv_model(), "convs.onnx")
+    session_id = client.get(f"/api/runs/{run_id}").get_json()["run"]["session_id"]
+    data = collect(client, session_id, run_id)
+    traces = [url for url in data["responses"] if "/backtrace/" in url]
+    assert traces
+    for url in traces[:5] + [u for u in data["responses"] if "/remarks?" in u][:3]:
+        assert data["responses"][url] == client.get(url).get_json(), url
