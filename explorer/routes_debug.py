@@ -11,7 +11,7 @@ from flask import Blueprint, Response, jsonify, request
 from explorer import remarks
 from explorer.extensions import services
 from explorer.protocol import bad_request
-from explorer.runs.replay import ReproJob, recorded_pass, reproducer_zip
+from explorer.runs.replay import ReproJob, recorded_pass, reproducer_zip, safe_name
 
 bp = Blueprint("debug", __name__)
 
@@ -19,7 +19,7 @@ bp = Blueprint("debug", __name__)
 @bp.get("/api/runs/<rid>/passes/<int:index>/reproducer")
 def get_reproducer(rid: str, index: int) -> Response:
     svc = services()
-    name = recorded_pass(svc.store, rid, index)  # 404 before any child starts
+    name = safe_name(str(recorded_pass(svc.store, rid, index)["name"]))  # 404 first
     job = ReproJob(rid, index, svc.store.path, str(svc.data_dir / "models"),
                    svc.runs.config.plugins)
     body = reproducer_zip(job)

@@ -13,6 +13,7 @@ to a compressed NumPy archive next to it (`c0`, `c1`, ... in metadata order), wh
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -72,11 +73,24 @@ def load_relay(relay_path: Path | str) -> IRModule:
     return parse(path.read_text(), source_name=path.name, metadata=metadata)
 
 
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_BLANKS = re.compile(r"\s+")
+
+
+def same_code(a: str, b: str) -> bool:
+    """Whether two Relay texts are the same code: comments (spans, types, values) and
+    whitespace aside."""
+    def code(text: str) -> str:
+        return _BLANKS.sub("", _COMMENT.sub("", text))
+
+    return code(a) == code(b)
+
+
 def with_metadata(text: str, arrays: Sequence[np.ndarray]) -> str:
     """`text` with a `#[metadata]` section holding `arrays` (one self-contained text)."""
     constants = [Constant(NDArray(np.asarray(a))) for a in arrays]
     return text.rstrip("\n") + "\n" + metadata_text(constants) + "\n"
 
 
-__all__ = ["load_relay", "module_text", "read_constants", "save_arrays", "save_relay",
-           "with_metadata"]
+__all__ = ["load_relay", "module_text", "read_constants", "same_code", "save_arrays",
+           "save_relay", "with_metadata"]

@@ -15,6 +15,7 @@ import contextlib
 import inspect
 import io
 import json
+import re
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -65,12 +66,13 @@ class ReproJob:
     plugins: tuple[str, ...] = ()
 
 
-def recorded_pass(store: Store, run_id: str, index: int) -> str:
-    """The name of pass `index` of the run (finished or failed); 404 when it has none."""
+def recorded_pass(store: Store, run_id: str, index: int) -> dict[str, Any]:
+    """The pass_finished (or pass_failed) data of pass `index` of the run; 404 when the run
+    has none."""
     for event in store.events(run_id):
         data = event["data"]
         if event["type"] in (PASS_FINISHED, PASS_FAILED) and data["pass_index"] == index:
-            return str(data["name"])
+            return dict(data)
     raise ApiError(404, "not_found", f"run {run_id!r} has no finished pass {index}")
 
 
@@ -94,7 +96,8 @@ def capture(store: Store, sessions: SessionService, job: ReproJob, hooks: list[A
 def make_reproducer(store: Store, sessions: SessionService, job: ReproJob,
                     hooks: list[Any]) -> bytes:
     """The reproducer of pass `job.pass_index` of the run, as zip bytes."""
-    name = recorded_pass(store, job.run_id, job.pass_index)
+    recorded = recorded_pass(store, job.run_id, job.pass_index)
+    name = str(recorded["name"])
     if name not in compiler.registered_passes():
         raise ApiError(422, "pass_not_registered",
                        f"pass {name!r} is not registered by name (a pipeline or a plugin "
@@ -108,11 +111,13 @@ def make_reproducer(store: Store, sessions: SessionService, job: ReproJob,
     with tempfile.TemporaryDirectory(prefix="explorer-repro-") as tmp:
         folder = Path(tmp) / "reproducer"
         try:
-            compiler.write_reproducer(before, spec, folder)
+            after = recorded.get("after")
+            compiler.write_reproducer(before, spec, folder, None if after is None
+                                      else store.snapshot(int(after))["text"])
         except Exception as exc:  # the module or pass cannot round-trip: say which
             raise ApiError(422, "not_reproducible", f"pass {name!r} cannot be reproduced "
                            f"from Relay text: {type(exc).__name__}: {exc}") from exc
-        return zip_folder(folder, f"repro-{job.run_id}-{job.pass_index}-{name}")
+        return zip_folder(folder, f"repro-{job.run_id}-{job.pass_index}-{safe_name(name)}")
 
 
 def _json_config(config: Any) -> dict[str, Any]:
@@ -130,6 +135,11 @@ def _plugin_sources(names: tuple[str, ...]) -> dict[str, str]:
     import importlib
 
     return {name: inspect.getsource(importlib.import_module(name)) for name in names}
+
+
+def safe_name(name: str) -> str:
+    """A pass name as a file name part (letters, digits, `._-`)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:80] or "pass"
 
 
 def zip_folder(folder: Path, top: str) -> bytes:

@@ -56,6 +56,9 @@ def test_a_fuse_ops_reproducer_runs_green_and_from_the_cli(client, sock, tmp_pat
     with np.load(folder / "before.npz") as constants:
         assert sorted(constants.files) == sorted(f"c{k}" for k in referenced)
     assert "Primitive=1" in (folder / "after.relay").read_text()
+    readme = (folder / "README.md").read_text()
+    assert "the test is green" in readme
+    assert "does not make the code" not in readme  # it remakes what the run recorded
 
     result = run_pytest(folder)
     assert result.returncode == 0, result.stdout + result.stderr

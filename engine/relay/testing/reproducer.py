@@ -33,7 +33,7 @@ import numpy as np
 from engine.ir.module import IRModule
 from engine.relay.interpreter import evaluate
 from engine.relay.testing.numerics import ATOL, RTOL, flatten_outputs, make_inputs
-from engine.relay.textfile import load_relay, module_text, save_arrays, save_relay
+from engine.relay.textfile import load_relay, module_text, same_code, save_arrays, save_relay
 from engine.transform import PassContext, get_pass
 
 SPEC_FILE = "pass.json"
@@ -89,9 +89,12 @@ def apply_recorded_pass(folder: Path, mod: IRModule) -> IRModule:
     return apply_pass(spec_json, mod)
 
 
-def write_reproducer(before: IRModule, spec: PassSpec, folder: Path) -> dict[str, Any]:
+def write_reproducer(before: IRModule, spec: PassSpec, folder: Path,
+                     recorded_after: str | None = None) -> dict[str, Any]:
     """Write the reproducer folder (see module docstring); returns what it found: the
-    after text's size and whether the pass kept the outputs within tolerance."""
+    after text's size, whether the pass kept the outputs within tolerance and, given the
+    text the recorded run printed after the pass, whether applying it to the written text
+    makes the same code (`matches_recorded`; None when not given)."""
     folder.mkdir(parents=True, exist_ok=True)
     plugins = folder / "plugins"
     for name, source in spec.plugins.items():
@@ -101,7 +104,9 @@ def write_reproducer(before: IRModule, spec: PassSpec, folder: Path) -> dict[str
     save_relay(before, folder / "before")
     parsed = load_relay(folder / "before.relay")  # what the test will run the pass on
     after = apply_recorded_pass(folder, parsed)
-    (folder / "after.relay").write_text(module_text(after)[0])
+    after_text = module_text(after)[0]
+    (folder / "after.relay").write_text(after_text)
+    matches = None if recorded_after is None else same_code(after_text, recorded_after)
     inputs = make_inputs(parsed, {}, spec.seed)
     save_arrays(folder / "inputs.npz", dict(inputs))
     expected = flatten_outputs(evaluate(parsed, inputs))
@@ -112,14 +117,20 @@ def write_reproducer(before: IRModule, spec: PassSpec, folder: Path) -> dict[str
         for g, e in zip(got, expected))
     (folder / TEST_FILE).write_text(_TEST_SOURCE.format(title=spec.title or spec.name,
                                                         name=spec.name))
-    (folder / "README.md").write_text(_readme(spec, keeps))
-    return {"keeps_numerics": keeps, "after_lines": module_text(after)[0].count("\n")}
+    (folder / "README.md").write_text(_readme(spec, keeps, matches))
+    return {"keeps_numerics": keeps, "matches_recorded": matches,
+            "after_lines": after_text.count("\n")}
 
 
-def _readme(spec: PassSpec, keeps: bool) -> str:
+def _readme(spec: PassSpec, keeps: bool, matches: bool | None) -> str:
     verdict = ("The pass keeps the outputs within tolerance: the test is green." if keeps
                else "The pass changes the outputs beyond tolerance here: "
                     "test_numerics fails until the pass is fixed.")
+    if matches is False:
+        verdict += ("\n\nNote: made from the registry by name and applied to this text, the "
+                    "pass does not make the code the recorded run printed after it (the "
+                    "pipeline gave it arguments, or it reads state the text does not hold); "
+                    "after.relay is what it makes here.")
     plugins = "".join(f" --plugin {name}" for name in sorted(spec.plugins))
     path = "PYTHONPATH=/path/to/the/repository" + (":plugins" if plugins else "")
     return (f"# Reproducer: {spec.title or spec.name}\n\n"
