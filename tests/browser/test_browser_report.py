@@ -1,5 +1,7 @@
 """The static report (`explorer report MODEL -o run.html`) opens in Chromium from file://
-with no server and shows the same diff as the live page."""
+with no server and shows the same diff as the live page (the live run without the build,
+the report's with it: the passes up to FuseOps are the same), its remarks, provenance and
+schedules."""
 
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ def test_the_report_opens_from_file_and_shows_the_live_diff(page: Any, server: s
     report = tmp_path / "run.html"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     made = subprocess.run([sys.executable, "-m", "explorer.cli", "report", str(model), "-o",
-                           str(report), "--no-build"], env=env, cwd=tmp_path,
+                           str(report)], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert made.returncode == 0, made.stderr
     assert "report written to" in made.stdout
@@ -70,6 +72,11 @@ def test_the_report_opens_from_file_and_shows_the_live_diff(page: Any, server: s
             .locator("text=nn.relu").first.click()
         offline.get_by_test_id("backtrace").locator("li[data-action]").first.wait_for()
         offline.screenshot(path=str(artifacts / "static-report.png"))
+        # the kernels' schedules, with their diagrams, are in the file too
+        offline.get_by_test_id("tab-schedules").click()
+        offline.get_by_test_id("schedule-nodes").locator("li").first.click()
+        offline.get_by_test_id("loop-nest").wait_for()
+        offline.locator("[data-testid=tedd] svg").first.wait_for()
         assert errors == [] and outside == []
     finally:
         context.close()
