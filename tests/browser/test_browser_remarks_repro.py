@@ -60,10 +60,11 @@ def test_a_reproducer_downloaded_from_the_page_runs_green(page: Any, server: str
                                                            tmp_path: Path) -> None:
     chosen = _open_pass(page, server, mlp_with_names(tmp_path / "mlp.onnx",
                                                      ["dense1", "relu", "dense2"]), "FuseOps")
-    link = page.get_by_test_id("download-reproducer")
-    assert link.get_attribute("href").endswith(f"/passes/{chosen['pass_index']}/reproducer")
+    button = page.get_by_test_id("download-reproducer")
+    assert button.get_attribute("data-pass") == str(chosen["pass_index"])
     with page.expect_download(timeout=120_000) as info:
-        link.click()
+        button.click()
+    assert info.value.suggested_filename.endswith(f"-{chosen['pass_index']}-FuseOps.zip")
     archive = tmp_path / "repro.zip"
     info.value.save_as(archive)
     unpacked = tmp_path / "unpacked"
@@ -76,3 +77,16 @@ def test_a_reproducer_downloaded_from_the_page_runs_green(page: Any, server: str
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 passed" in result.stdout
     assert not page.watch.errors
+
+
+def test_a_pass_without_a_reproducer_says_why(page: Any, server: str, tmp_path: Path) -> None:
+    session = upload(server, mlp_with_names(tmp_path / "mlp.onnx", ["a", "b", "c"]))
+    page.goto(f"/s/{session['id']}")
+    run_on_page(page, server, quick=True)
+    page.locator(".pass-row", has_text="StandardPipeline").first.click()  # a container
+    page.get_by_test_id("download-reproducer").click()
+    status = page.get_by_test_id("reproducer-status").locator(".error-box")
+    status.wait_for()
+    assert "not registered by name" in status.inner_text()
+    # Chromium logs the refused request itself; nothing else went wrong
+    assert [e for e in page.watch.errors if "status of 422" not in e] == []

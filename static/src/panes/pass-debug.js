@@ -5,16 +5,18 @@ import { api } from "../api.js";
 import { errorBox, h, replace } from "../dom.js";
 import { TOPIC } from "../hub.js";
 import { Pane } from "../pane.js";
-import { ROUTES, nodeLabel, passLabel } from "../protocol.js";
+import { nodeLabel, passLabel } from "../protocol.js";
 import { remarkText } from "../remarks.js";
 
 const LIST_LIMIT = 200;
 
 export class PassDebugPane extends Pane {
   render() {
-    this.reproLink = h("a.btn.small", { href: "#", download: "", hidden: true, "data-testid": "download-reproducer",
+    this.reproLink = h("button.btn.small", { type: "button", hidden: true, "data-testid": "download-reproducer",
       title: "Download a zip: the module before this pass as Relay text (constants in .npz), the pass and its "
-        + "context, seeded inputs, expected outputs and a pytest file that runs it" }, "Reproducer");
+        + "context, seeded inputs, expected outputs and a pytest file that runs it",
+      on: { click: () => this.downloadReproducer() } }, "Reproducer");
+    this.reproStatus = h("div.repro-status", { "data-testid": "reproducer-status", "aria-live": "polite" });
     this.passBody = h("div.remark-list", { "data-testid": "pass-remarks" });
     this.whyButton = h("button.btn.small", { type: "button", hidden: true, "data-testid": "why-button",
       on: { click: () => this.explainSelection() } }, "Why? (remarks)");
@@ -22,7 +24,7 @@ export class PassDebugPane extends Pane {
     this.showHint();
     return h("div.pane.pass-debug-pane", {},
       h("div.pane-header", {}, h("span.pane-title", {}, "Remarks"), h("span.spacer"), this.reproLink),
-      h("div.pane-body", {}, this.passBody, h("div.remark-why", {}, this.whyButton), this.nodeBody));
+      h("div.pane-body", {}, this.reproStatus, this.passBody, h("div.remark-why", {}, this.whyButton), this.nodeBody));
   }
 
   afterMount() {
@@ -42,8 +44,10 @@ export class PassDebugPane extends Pane {
     const seq = ++this.seq;
     const runId = this.ctx.runId();
     this.reproLink.hidden = passIndex === null || passIndex === undefined || !runId;
+    replace(this.reproStatus);
     if (this.reproLink.hidden) return this.showHint();
-    this.reproLink.href = ROUTES.reproducer(runId, passIndex);
+    this.reproTarget = { runId, passIndex };
+    this.reproLink.dataset.pass = String(passIndex);
     replace(this.passBody, h("p.hint", {}, "loading remarks…"));
     try {
       const found = await api.remarks(runId, { pass: passIndex });
@@ -54,6 +58,29 @@ export class PassDebugPane extends Pane {
         : h("p.hint", {}, `${passLabel(passIndex)} made no remarks.`));
     } catch (err) {
       if (seq === this.seq) replace(this.passBody, errorBox("Remarks unavailable:", err.message));
+    }
+  }
+
+  /** Make the selected pass's reproducer (the server replays the run up to it) and save it. */
+  async downloadReproducer() {
+    const target = this.reproTarget;
+    if (!target) return;
+    this.reproLink.disabled = true;
+    replace(this.reproStatus, h("p.hint", {}, `making the reproducer of ${passLabel(target.passIndex)}: `
+      + "the run is replayed up to it…"));
+    try {
+      const { blob, name } = await api.reproducer(target.runId, target.passIndex);
+      const url = URL.createObjectURL(blob);
+      const link = h("a", { href: url, download: name ?? `repro-${target.runId}-${target.passIndex}.zip` });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      replace(this.reproStatus);
+    } catch (err) {
+      replace(this.reproStatus, errorBox("No reproducer:", err.message));
+    } finally {
+      this.reproLink.disabled = false;
     }
   }
 
