@@ -38,6 +38,7 @@ class Benchmark:
 # Order: cheap and independent first; the long side-by-side with TVM last.
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("recording"),
+    Benchmark("breakpoints", quick=("--repeat", "1", "--models", "mlp", "--no-write")),
     Benchmark("scale"),
     Benchmark("browser"),
     Benchmark("interpreter", quick=("--repeat", "1", "--models", "mlp")),

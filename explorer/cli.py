@@ -31,7 +31,14 @@ from typing import Any, TextIO
 from explorer import compiler, queries
 from explorer.guard import LOOPBACK_HOSTS
 from explorer.hub import EventHub
-from explorer.protocol import PASS_FINISHED, RUN_STARTED, ApiError, RunEvent, RunOptions
+from explorer.protocol import (
+    PASS_FINISHED,
+    RUN_PAUSED,
+    RUN_STARTED,
+    ApiError,
+    RunEvent,
+    RunOptions,
+)
 from explorer.runs.config import RunConfig
 from explorer.runs.manager import RunManager
 from explorer.sessions import SessionService
@@ -77,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
             shown.add_argument("--print-after-all", action="store_true")
             shown.add_argument("--print-after-change", action="store_true")
             cmd.add_argument("--timing", action="store_true", help="print the pass timing tree")
+            cmd.add_argument("--break", dest="breakpoints", action="append", default=[],
+                             metavar="KIND:TARGET",
+                             help="pause before:PASS, after:PASS or touches:LAYER and ask "
+                                  "on the terminal how to go on")
     report = sub.add_parser("report", help="write a run's page as one self-contained HTML file")
     report.add_argument("model", type=Path)
     report.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.html")
@@ -86,6 +97,11 @@ def _parser() -> argparse.ArgumentParser:
     delete = sub.add_parser("delete", help="delete a session (with its runs) or a run")
     delete.add_argument("id", help="a session id or a run id")
     delete.add_argument("--data", type=Path, default=None, help="data folder")
+    compare = sub.add_parser("compare", help="compare two stored runs pass by pass")
+    compare.add_argument("runs", nargs=2, metavar="RUN", help="two run ids (explorer sessions)")
+    compare.add_argument("--differ", action="store_true",
+                         help="only the passes whose after-modules differ")
+    compare.add_argument("--data", type=Path, default=None, help="data folder")
     return parser
 
 
@@ -107,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return serve(args)
-        if args.command in ("sessions", "delete"):
+        if args.command in ("sessions", "delete", "compare"):
             return manage(args, sys.stdout, sys.stderr)
         if args.command == "report":
             return static_report(args, sys.stdout, sys.stderr)
@@ -196,7 +212,8 @@ def _allowed_hosts(host: str, extra: list[str]) -> list[str]:
 
 # --- sessions / delete -----------------------------------------------------------------------
 def manage(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """`sessions` lists the data folder's sessions; `delete ID` deletes a session or a run."""
+    """`sessions` lists the data folder's sessions; `delete ID` deletes a session or a run;
+    `compare A B` prints two runs pass by pass."""
     from explorer import create_app
 
     config = {} if args.data is None else {"DATA_DIR": str(args.data.resolve())}
@@ -208,6 +225,11 @@ def manage(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     store = Store(data_dir / "explorer.sqlite3")
     sessions = SessionService(store, data_dir / "models")
     try:
+        if args.command == "compare":
+            from explorer.compare import compare_runs, comparison_text
+
+            print(comparison_text(compare_runs(store, *args.runs), args.differ), file=out)
+            return EXIT_OK
         if args.command == "sessions":
             for session in store.sessions():
                 runs = store.runs_of(session["id"])
@@ -241,6 +263,9 @@ class TerminalSink:
         data = event["data"]
         if event["type"] == RUN_STARTED:
             self.planned = data.get("num_passes_planned")
+        elif event["type"] == RUN_PAUSED:
+            print(f"\n;; paused {data['when']} #{data['pass_index']} {data['name']}: "
+                  f"{data['reason']}", file=self.out, flush=True)
         elif event["type"] == PASS_FINISHED:
             if data["leaf"]:
                 self._bar(data["name"])
@@ -276,9 +301,10 @@ def _options(args: argparse.Namespace) -> RunOptions:
         "build": not args.no_build and passes is None})
 
 
-def _run_here(args: argparse.Namespace, store: Store, models: Path, sink: TerminalSink
-              ) -> tuple[str, str]:
-    """Run the pipeline of `args` on MODEL in this process: (session id, run id)."""
+def _run_here(args: argparse.Namespace, store: Store, models: Path, sink: TerminalSink,
+              gate: Any = None) -> tuple[str, str]:
+    """Run the pipeline of `args` on MODEL in this process (pausing at `gate`'s
+    breakpoints): (session id, run id)."""
     from explorer.runs.execution import tune_gc_for_compilation
     from explorer.sessions import parse_input_shapes
 
@@ -291,7 +317,7 @@ def _run_here(args: argparse.Namespace, store: Store, models: Path, sink: Termin
                               parse_input_shapes(args.input_shapes))
     options = _options(args)
     manager.validate(options)
-    run_id = manager.start_sync(session["id"], options)
+    run_id = manager.start_sync(session["id"], options, gate)
     if sink.progress:
         print(file=sink.err)
     return session["id"], run_id
@@ -303,7 +329,7 @@ def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         is_run = args.command == "run"
         sink = TerminalSink(store, out, err, getattr(args, "print_after_all", False),
                             getattr(args, "print_after_change", False), progress=is_run)
-        _, run_id = _run_here(args, store, Path(tmp), sink)
+        _, run_id = _run_here(args, store, Path(tmp), sink, _terminal_gate(args, store, out))
         summary = store.run(run_id)
         if is_run:
             _report(store, run_id, summary, out, args.timing)
@@ -348,6 +374,14 @@ def static_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
           f"report written to {args.output} ({size / 1e6:.1f} MB, "
           f"{time.perf_counter() - ran:.1f} s)", file=out)
     return EXIT_OK if summary["status"] == "finished" else EXIT_FAILED
+
+
+def _terminal_gate(args: argparse.Namespace, store: Store, out: TextIO) -> Any:
+    """`--break`: a gate that asks on the terminal at each pause (None without breakpoints)."""
+    from explorer.runs.breakpoints import TerminalGate, parse_breakpoint
+
+    points = [parse_breakpoint(text) for text in getattr(args, "breakpoints", [])]
+    return TerminalGate(points, store, sys.stdin, out) if points else None
 
 
 def _report(store: Store, run_id: str, summary: Mapping[str, Any], out: TextIO,

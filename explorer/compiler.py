@@ -28,7 +28,7 @@ from engine.relay.backend.build_module import (
 )
 from engine.relay.printer import SourceMapTable, print_ir
 from engine.relay.qnn import transform as qnn_transform  # registers qnn.CanonicalizeOps
-from engine.relay.testing.numerics import NumericsChecker
+from engine.relay.testing.numerics import NumericsChecker, dataflow_node, make_inputs, tap_values
 from engine.relay.testing.reproducer import PassSpec, write_reproducer
 from engine.relay.textfile import read_constants, with_metadata
 from engine.relay.transform.pipeline import bind_params
@@ -45,10 +45,9 @@ ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.rel
 """What the probe and run processes import up front (their fork server preloads these
 once; one that cannot be imported is skipped there)."""
 
-__all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext", "check_types",
-           "PassInstrument", "PassSpec", "model_bytes", "SourceMapTable", "compile_module", "load_model", "model_inputs",
-           "kernels", "pass_context", "plan", "print_snapshot", "qnn_transform", "registered_passes", "run_passes", "transform", "write_reproducer",
-           "frame_remarks"]
+__all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext", "dataflow_node", "make_inputs", "tap_values", "bind_params", "check_types",
+           "PassInstrument", "PassSpec", "SourceMapTable", "compile_module", "frame_remarks", "load_model", "model_bytes", "model_inputs",
+           "kernels", "pass_context", "plan", "print_snapshot", "qnn_transform", "registered_passes", "run_passes", "transform", "write_reproducer"]
 
 
 @dataclasses.dataclass(slots=True)

@@ -19,7 +19,7 @@ from explorer.store import Store
 
 EXPORT_FORMAT = "ir-explorer-run"
 EXPORT_VERSION = 1
-SNAPSHOT_KEYS = ("initial_snapshot", "before", "after", "final_snapshot")
+SNAPSHOT_KEYS = ("initial_snapshot", "before", "after", "final_snapshot", "snapshot")  # run_paused
 ARTIFACT_KEYS = tuple(key for key, *_ in ARTIFACT_FIELDS)
 
 

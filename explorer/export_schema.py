@@ -15,6 +15,7 @@ from explorer.protocol import (
     MAX_SAFE_INT,
     ApiError,
     Layer,
+    NumericsBreak,
     PassRemarks,
     ScheduleRecord,
     SourceMapEntry,
@@ -84,6 +85,7 @@ RUN_FIELDS: Fields = (
     ("failed_pass", _opt(_str), "a string or null", False),
     ("error", _opt(_str), "a string or null", False),
     ("final_snapshot", _opt(_int), "a snapshot id or null", False),
+    ("numerics_break", _opt(_declared(NumericsBreak)), "a NumericsBreak or null", False),
 )
 EVENT_FIELDS: Fields = (
     ("index", _count, "a non-negative integer", True),

@@ -30,7 +30,8 @@ from explorer.extensions import services
 from explorer.protocol import PASS_FAILED, PASS_FINISHED, RUN_STARTED
 
 BUNDLE = "static/dist/report.js"
-STYLES = ("static/css/app.css", "static/css/quant.css", "static/css/debug.css")
+STYLES = ("static/css/app.css", "static/css/quant.css", "static/css/debug.css",
+          "static/css/remarks.css")
 MAX_BACKTRACES = 20_000
 
 

@@ -12,6 +12,7 @@ from explorer import exchange, queries
 from explorer.demo import demo_session
 from explorer.extensions import services
 from explorer.protocol import MAX_SAFE_INT, ApiError, bad_request
+from explorer.runs.tensors import inspect_tensor
 
 bp = Blueprint("explorer", __name__)
 
@@ -161,6 +162,14 @@ def get_backtrace(rid: str, node_id: int) -> Response:
 def get_layer(rid: str, layer: str) -> Response:
     svc = services()
     return jsonify(queries.layer_nodes(svc.store, svc.snapshots, rid, layer))
+
+
+@bp.get("/api/runs/<rid>/tensors/<int:snapshot_id>/<int:node_id>")
+def get_tensor(rid: str, snapshot_id: int, node_id: int) -> Response:
+    svc = services()
+    return jsonify({"tensor": inspect_tensor(svc.store, rid, snapshot_id, node_id,
+                                             str(svc.data_dir / "models"),
+                                             svc.runs.config.plugins)})
 
 
 @bp.get("/api/runs/<rid>/timing")

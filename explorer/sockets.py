@@ -1,4 +1,5 @@
-"""The Socket.IO namespace `/explorer`: start, watch (with replay) and cancel runs."""
+"""The Socket.IO namespace `/explorer`: start, watch (with replay), cancel, and debug runs
+(breakpoints, resume)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from explorer.protocol import (
     RunEvent,
     RunOptions,
     bad_request,
+    check_action,
+    check_breakpoints,
     error_response,
 )
 
@@ -52,8 +55,9 @@ class ExplorerNamespace(Namespace):  # type: ignore[misc]  # flask_socketio is u
         if not isinstance(payload, dict) or not isinstance(payload.get("session_id"), str):
             raise bad_request("bad_payload", "the payload needs a string 'session_id'")
         options = RunOptions.from_json(payload.get("options"))
+        breakpoints = check_breakpoints(payload.get("breakpoints"))
         svc = services()
-        run_id = svc.runs.start(payload["session_id"], options)
+        run_id = svc.runs.start(payload["session_id"], options, breakpoints)
         svc.store.touch_session(payload["session_id"])
         return {"run_id": run_id}
 
@@ -86,3 +90,15 @@ class ExplorerNamespace(Namespace):  # type: ignore[misc]  # flask_socketio is u
     @_guard
     def on_cancel_run(self, payload: Any) -> Ack:
         return {"ok": services().runs.cancel(_run_id(payload))}
+
+    @_guard
+    def on_set_breakpoints(self, payload: Any) -> Ack:
+        run_id = _run_id(payload)
+        breakpoints = check_breakpoints(payload.get("breakpoints"))
+        live = services().runs.set_breakpoints(run_id, breakpoints)
+        return {"breakpoints": breakpoints if live else [], "live": live}
+
+    @_guard
+    def on_resume_run(self, payload: Any) -> Ack:
+        run_id = _run_id(payload)
+        return {"ok": services().runs.resume(run_id, check_action(payload.get("action")))}

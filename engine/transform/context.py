@@ -12,14 +12,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.ir.errors import PassError
 from engine.ir.module import IRModule
+from engine.transform.bisect import RewriteCounter
 from engine.transform.config import get_option, legalize_config, list_configs
 from engine.transform.frames import PassFrame, RunState
 from engine.transform.hooks import PassInstrument
 from engine.transform.pass_info import PassInfo, check_opt_level, pass_names
+
+if TYPE_CHECKING:
+    from engine.ir.expr import Expr
 
 TraceFunc = Callable[[IRModule, PassInfo, bool], None]
 _UNSET: Any = object()
@@ -55,7 +59,7 @@ class PassContext:
     """
 
     __slots__ = ("opt_level", "required_pass", "disabled_pass", "trace", "_instruments",
-                 "_config", "_run")
+                 "_config", "_run", "rewrite_counter")
 
     def __init__(self, opt_level: int = 2, required_pass: Iterable[str] | None = None,
                  disabled_pass: Iterable[str] | None = None,
@@ -71,6 +75,7 @@ class PassContext:
         self._instruments = _check_instruments(instruments)
         self._config = legalize_config(config)
         self._run = RunState()
+        self.rewrite_counter = RewriteCounter.from_config(self._config)
 
     # --- scope ------------------------------------------------------------------------
     def __enter__(self) -> PassContext:
@@ -183,6 +188,12 @@ class PassContext:
         frame = self.current_frame
         if frame is not None:
             frame.stats[key] = frame.stats.get(key, 0) + value
+
+    def allow_rewrite(self, node: Expr) -> bool:
+        """Whether the running pass may make its next rewrite, at `node` (see
+        engine.transform.bisect: True unless relay.bisect.* is set)."""
+        counter = self.rewrite_counter
+        return True if counter is None else counter.allow(self._run.frames, node)
 
     # --- the protocol Pass.__call__ follows (TVM's Instrument*Pass) ------------------------
     def instrument_should_run(self, mod: IRModule, info: PassInfo) -> bool:

@@ -31,6 +31,7 @@ class PassFrame:
     stats: dict[str, float] = field(default_factory=dict)
     remarks: list[Any] = field(default_factory=list)  # engine.transform.remarks.Remark
     finished: bool = False
+    rewrites: int = 0  # rewrites counted in this run of the pass (engine.transform.bisect)
 
     @property
     def name(self) -> str:

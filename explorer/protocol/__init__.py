@@ -13,6 +13,23 @@ typedefs are generated from here into `static/src/protocol*.gen.js`
 (`python -m explorer.protocol.js_gen`); a test fails when that file is stale.
 """
 
+from explorer.protocol.debug import (
+    RESUME_ACTIONS,
+    Breakpoint,
+    BreakpointList,
+    ComparedPass,
+    ComparisonRow,
+    ResumeAck,
+    ResumeAction,
+    RunComparison,
+    RunPaused,
+    RunResumed,
+    check_action,
+    check_breakpoints,
+    check_run_pair,
+    run_paused,
+    run_resumed,
+)
 from explorer.protocol.errors import (
     CROSS_ORIGIN,
     FOREIGN_HOST,
@@ -102,6 +119,9 @@ from explorer.protocol.http import (
     SubscribeAck,
     SubscribeRequest,
     TeddDiagrams,
+    TensorReference,
+    TensorReport,
+    TensorStats,
     Timing,
     TimingNode,
 )
@@ -117,14 +137,18 @@ from explorer.protocol.names import (
     PASS_FAILED,
     PASS_FINISHED,
     PASS_STARTED,
+    RESUME_RUN,
     RUN_CANCELLED,
     RUN_EVENT,
     RUN_FAILED,
     RUN_FAILED_CODES,
     RUN_FINISHED,
+    RUN_PAUSED,
     RUN_QUEUED,
+    RUN_RESUMED,
     RUN_STARTED,
     RUN_STATUSES,
+    SET_BREAKPOINTS,
     START_RUN,
     SUBSCRIBE,
     TEDD_VIEWS,
@@ -139,9 +163,12 @@ from explorer.protocol.names import (
 )
 from explorer.protocol.options import RunOptions, RunOptionsJSON
 from explorer.protocol.shapes import (
+    BisectRewrite,
     FrontendGraph,
     Layer,
     Numerics,
+    NumericsBisect,
+    NumericsBreak,
     QParam,
     RunEvent,
     RunSummary,
@@ -163,7 +190,8 @@ __all__ = [
     # errors
     "ApiError", "ErrorBody", "ErrorResponse", "bad_request", "error_response", "not_found",
     # options and shapes
-    "RunOptions", "RunOptionsJSON", "FrontendGraph", "Layer", "Numerics", "QParam", "RunEvent",
+    "RunOptions", "RunOptionsJSON", "BisectRewrite", "FrontendGraph", "Layer", "Numerics",
+    "NumericsBisect", "NumericsBreak", "QParam", "RunEvent",
     "RunSummary", "Session", "SourceMapEntry", "TensorInfo", "empty_summary",
     # run events
     "EVENT_PAYLOADS", "BuildFinished", "BuildStarted", "EventData", "PassFailed",
@@ -176,8 +204,13 @@ __all__ = [
     "Ack", "Backtrace", "BacktraceStep", "Diff", "DiffHunk", "DiffNodes", "DiffSummary", "EventsPage",
     "ExportedEvent", "ExportedGraph", "ExportedSnapshot", "LayerLookup", "LayerNode", "OkAck", "PassList", "PassRemarks", "RemarkEntry", "RemarkList", "RemarkRecord",
     "RunArtifacts", "RunDetail", "RunExport", "RunImported", "RunRequest", "ScheduleDetail", "ScheduleList",
-    "ScheduleNode", "ScheduleRecord", "ScheduleStep", "SessionCreated", "SessionDetail", "SessionList", "SessionRenamed",
+    "ScheduleNode", "ScheduleRecord", "ScheduleStep", "TensorReference", "TensorReport", "TensorStats", "SessionCreated", "SessionDetail", "SessionList", "SessionRenamed",
     "Snapshot", "SnapshotDetail", "SnapshotSourceMap", "SnapshotSourceMapDetail",
     "SnapshotText", "SnapshotTextDetail", "StartRunAck", "StartRunRequest", "SubscribeAck",
     "SubscribeRequest", "TeddDiagrams", "Timing", "TimingNode",
+    # debugging: breakpoints, pause and resume, comparing runs
+    "RESUME_ACTIONS", "RESUME_RUN", "RUN_PAUSED", "RUN_RESUMED", "SET_BREAKPOINTS", "Breakpoint",
+    "BreakpointList", "ComparedPass", "ComparisonRow", "ResumeAck", "ResumeAction",
+    "RunComparison", "RunPaused", "RunResumed", "check_action", "check_breakpoints",
+    "check_run_pair", "run_paused", "run_resumed",
 ]

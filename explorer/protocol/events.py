@@ -8,6 +8,9 @@ emitted) and readers annotate with the TypedDicts.
 from collections.abc import Callable
 from typing import TypedDict, TypeVar, cast
 
+from explorer.protocol.debug import RunPaused, RunResumed
+from explorer.protocol.debug import run_paused as run_paused  # builders of every event type
+from explorer.protocol.debug import run_resumed as run_resumed  # are reachable from here
 from explorer.protocol.names import (
     BUILD_FINISHED,
     BUILD_STARTED,
@@ -17,7 +20,9 @@ from explorer.protocol.names import (
     RUN_CANCELLED,
     RUN_FAILED,
     RUN_FINISHED,
+    RUN_PAUSED,
     RUN_QUEUED,
+    RUN_RESUMED,
     RUN_STARTED,
 )
 from explorer.protocol.options import RunOptionsJSON
@@ -110,8 +115,9 @@ class RunCancelled(TypedDict):
     message: str | None
 
 
-EventData = (RunQueued | RunStarted | PassStarted | PassFinished | PassFailed | BuildStarted
-             | BuildFinished | RunFinished | RunFailed | RunCancelled)
+EventData = (RunQueued | RunStarted | PassStarted | PassFinished | PassFailed | RunPaused
+             | RunResumed | BuildStarted | BuildFinished | RunFinished | RunFailed
+             | RunCancelled)
 
 EVENT_PAYLOADS: dict[str, type] = {
     RUN_QUEUED: RunQueued,
@@ -119,6 +125,8 @@ EVENT_PAYLOADS: dict[str, type] = {
     PASS_STARTED: PassStarted,
     PASS_FINISHED: PassFinished,
     PASS_FAILED: PassFailed,
+    RUN_PAUSED: RunPaused,
+    RUN_RESUMED: RunResumed,
     BUILD_STARTED: BuildStarted,
     BUILD_FINISHED: BuildFinished,
     RUN_FINISHED: RunFinished,

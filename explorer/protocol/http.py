@@ -5,6 +5,7 @@ Routes and queries build them with the TypedDict constructors, keyword by keywor
 
 from typing import Any, NotRequired, TypedDict
 
+from explorer.protocol.debug import Breakpoint, BreakpointList, ResumeAck
 from explorer.protocol.errors import ErrorResponse
 from explorer.protocol.names import BacktraceAction, DiffTag
 from explorer.protocol.options import RunOptionsJSON
@@ -269,6 +270,7 @@ class RemarkList(TypedDict):
 class StartRunRequest(TypedDict):
     session_id: str
     options: RunOptionsJSON
+    breakpoints: NotRequired[list[Breakpoint]]  # where the run pauses (explorer/protocol/debug.py)
 
 
 class StartRunAck(TypedDict):
@@ -297,7 +299,7 @@ class OkAck(TypedDict):
     ok: bool
 
 
-Ack = StartRunAck | SubscribeAck | OkAck | ErrorResponse
+Ack = StartRunAck | SubscribeAck | OkAck | BreakpointList | ResumeAck | ErrorResponse
 
 class ExportedEvent(TypedDict):
     index: int
@@ -342,3 +344,50 @@ class RunExport(TypedDict):
     events: list[ExportedEvent]
     snapshots: dict[str, ExportedSnapshot]
     artifacts: RunArtifacts
+
+
+class TensorStats(TypedDict):
+    """A tensor's summary: shape, dtype, statistics over its finite values, NaN / Inf
+    counts, a histogram (`edges` has one more element than `counts`), and every value
+    (flattened) when it is small (else null)."""
+
+    shape: list[int]
+    dtype: str
+    size: int
+    min: float | None
+    max: float | None
+    mean: float | None
+    std: float | None
+    nan: int
+    inf: int
+    histogram: dict[str, list[float]]  # {"edges": [...], "counts": [...]}
+    values: list[float | None] | None  # NaN / Inf as null
+
+
+class TensorReference(TypedDict):
+    """The same tensor in the model's own runtime (onnxruntime, tflite-runtime): the
+    runtime's tensor it read (`tensor`), its stats, and the largest difference from the
+    engine's value when the shapes agree; `error` when it could not be read."""
+
+    runtime: str
+    layer: str | None
+    tensor: str | None
+    stats: TensorStats | None
+    max_abs_diff: float | None
+    error: str | None
+    # the expression computes the layer's output (the last expression carrying it); false
+    # for a part of a layer converted to several expressions: the difference then compares
+    # different values
+    layer_output: bool
+
+
+class TensorReport(TypedDict):
+    """GET /api/runs/<rid>/tensors/<snapshot>/<node>: one expression's value on the run's
+    seeded inputs (computed in a worker on demand, then cached)."""
+
+    snapshot: int
+    node_id: int
+    op: str | None
+    layers: list[str]
+    stats: TensorStats
+    reference: TensorReference | None  # null: the model's format has no reference runtime

@@ -19,16 +19,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-from explorer.protocol import errors, events, http, names, options, shapes
+from explorer.protocol import debug, errors, events, http, names, options, shapes
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "static" / "src"
 COMMAND = "python -m explorer.protocol.js_gen"
-DECLARING = (errors, options, shapes, events, http)  # the modules whose TypedDicts are typed
+DECLARING = (errors, options, shapes, debug, events, http)  # the modules whose TypedDicts are typed
 ALIASES: dict[str, Any] = {
     "RunStatus": names.RunStatus, "ModelFormat": names.ModelFormat,
     "BacktraceAction": names.BacktraceAction, "DiffTag": names.DiffTag,
     "EventData": events.EventData, "Ack": http.Ack,
+    "BreakpointKind": debug.BreakpointKind, "ResumeAction": debug.ResumeAction,
+    "PauseWhen": debug.PauseWhen,
 }
 _SCALARS = {bool: "boolean", int: "number", float: "number", str: "string",
             type(None): "null"}

@@ -16,7 +16,9 @@ START_RUN = "start_run"
 SUBSCRIBE = "subscribe"
 UNSUBSCRIBE = "unsubscribe"
 CANCEL_RUN = "cancel_run"
-CLIENT_EVENTS = (START_RUN, SUBSCRIBE, UNSUBSCRIBE, CANCEL_RUN)
+SET_BREAKPOINTS = "set_breakpoints"
+RESUME_RUN = "resume_run"
+CLIENT_EVENTS = (START_RUN, SUBSCRIBE, UNSUBSCRIBE, CANCEL_RUN, SET_BREAKPOINTS, RESUME_RUN)
 
 # RunEvent types, in the order a run publishes them.
 RUN_QUEUED = "run_queued"
@@ -24,6 +26,8 @@ RUN_STARTED = "run_started"
 PASS_STARTED = "pass_started"
 PASS_FINISHED = "pass_finished"
 PASS_FAILED = "pass_failed"
+RUN_PAUSED = "run_paused"  # a breakpoint (or a step) holds the run in its worker
+RUN_RESUMED = "run_resumed"
 BUILD_STARTED = "build_started"
 BUILD_FINISHED = "build_finished"
 RUN_FINISHED = "run_finished"

@@ -72,6 +72,48 @@ class Numerics(TypedDict):
     # float ones made by a dequantize (error / its scale); absent when no output is quantized
     max_lsb_err: NotRequired[float | None]
     error: NotRequired[str]  # the snapshot could not be evaluated
+    # the error this pass adds: its snapshot against the snapshot before it (absent on a
+    # snapshot that no pass made, e.g. when the numerics of a final module are asked for)
+    step_max_abs_err: NotRequired[float | None]
+    step_ok: NotRequired[bool]
+    introduced: NotRequired[bool]  # this pass broke numerics (not merely inherited a break)
+
+
+class BisectRewrite(TypedDict):
+    """One rewrite of a pass (engine.transform.bisect.Rewrite): its number in the pass run
+    (1-based), the pass, and the expression of the snapshot before it that it replaced."""
+
+    index: int
+    node_id: int
+    op: str | None
+    layers: list[str]
+    applied: bool
+
+
+class NumericsBisect(TypedDict):
+    """The bisection over the rewrites of the pass that broke numerics."""
+
+    total: int  # rewrites the pass asks for
+    runs: int  # runs of the pass the search took
+    rewrite: BisectRewrite | None  # the first rewrite after which the output is wrong
+    broken_at_zero: bool  # wrong even with no rewrite allowed (not a counted rewrite)
+    error: str | None  # the bisection could not run
+
+
+class NumericsBreak(TypedDict):
+    """The first pass that broke numerics: its snapshots, the error it added, the
+    frontend layers that drifted between its before and after snapshots (dataflow order,
+    the first is where the drift starts) and the nodes of its after snapshot that carry
+    them (for badges), and the bisection within the pass."""
+
+    pass_name: str
+    pass_index: int
+    before: int
+    after: int
+    max_abs_err: float | None  # against the snapshot before
+    layers: list[str]
+    nodes: list[int]
+    bisect: NumericsBisect | None
 
 
 class RunSummary(TypedDict):
@@ -87,6 +129,7 @@ class RunSummary(TypedDict):
     failed_pass: str | None
     error: str | None
     final_snapshot: int | None
+    numerics_break: NotRequired[NumericsBreak | None]
 
 
 class RunEvent(TypedDict):

@@ -49,7 +49,13 @@ from explorer.protocol import (
     run_started,
 )
 from explorer.runs.children import PassesHook
-from explorer.runs.recording import RecordingInstrument, RunCancelledError, SnapshotRecorder
+from explorer.runs.numerics import PassNumerics, PassTree, analyze_break, replay_apply
+from explorer.runs.recording import (
+    PassGate,
+    RecordingInstrument,
+    RunCancelledError,
+    SnapshotRecorder,
+)
 from explorer.runs.schedules import schedules_of
 from explorer.sessions import SessionService
 from explorer.store import Store
@@ -176,7 +182,8 @@ class Execution:
 
     def __init__(self, store: Store, sessions: SessionService, publish: Publish, run_id: str,
                  session_id: str, options: RunOptions, cancel: threading.Event | None = None,
-                 hooks: Sequence[PassesHook] = (), announced: int | None = None) -> None:
+                 hooks: Sequence[PassesHook] = (), announced: int | None = None,
+                 gate: PassGate | None = None) -> None:
         self.store = store
         self.sessions = sessions
         self.publish = publish
@@ -187,9 +194,11 @@ class Execution:
         self.cancel = cancel or threading.Event()
         self.hooks = tuple(hooks)
         self.announced = announced  # the initial snapshot of a run_started already published
+        self.gate = gate  # where the run may pause (breakpoints), if anywhere
         self.started = time.perf_counter()
         self.instrument: RecordingInstrument | None = None
-        self.checker: NumericsChecker | None = None
+        self.numerics: PassNumerics | None = None
+        self.passes: list[Any] = []
 
     def execute(self) -> Outcome:
         try:
@@ -198,6 +207,7 @@ class Execution:
             compiled = compiler.compile_module(imported.mod, imported.params, passes,
                                                self.options.build, ctx)
             self._finish(compiled)
+            self._analyze_numerics()
         except ApiError as err:
             return self._fail(None, err.message, err.code)
         except Exception as exc:  # any failure ends the run cleanly; the pass is named
@@ -220,13 +230,13 @@ class Execution:
         numerics_error = None
         if self.options.check_numerics:
             try:
-                self.checker = NumericsChecker(mod, params)
+                self.numerics = PassNumerics(NumericsChecker(mod, params))
             except Exception as exc:  # reported in run_started; the run goes on without it
                 numerics_error = f"{type(exc).__name__}: {exc}"
         self.instrument = RecordingInstrument(recorder, self.publish, self.cancel,
-                                              self.checker)
+                                              self.numerics, self.gate)
         ctx = run_context(self.options, [self.instrument])
-        passes = run_passes(self.options, ctx, self.hooks)
+        passes = self.passes = run_passes(self.options, ctx, self.hooks)
         self.summary["final_snapshot"] = initial
         if self.announced is None:
             self.publish(RUN_STARTED, started_data(self.options, initial, passes, ctx,
@@ -246,6 +256,18 @@ class Execution:
         self.publish(BUILD_FINISHED, build_finished(
             num_nodes=compiled.lib.build_module.num_nodes, num_kernels=len(nodes)))
         self._check_cancel()
+
+    def _analyze_numerics(self) -> None:
+        """Describe the first pass that broke numerics (layers, nodes, the bisection over
+        its rewrites) in the summary."""
+        brk = self.numerics.first_break if self.numerics else None
+        if brk is None or self.numerics is None or self.instrument is None:
+            return
+        self._check_cancel()
+        tree = PassTree.of(self.instrument.state.records)
+        apply = replay_apply(self.passes, self.options, brk, tree)
+        self.summary["numerics_break"] = analyze_break(brk, self.numerics, apply,
+                                                       self._check_cancel)
 
     def _failed_pass(self, exc: BaseException) -> Outcome:
         failed = self.instrument.state.failed if self.instrument else []
@@ -274,10 +296,8 @@ class Execution:
         leaves = [r for r in self.instrument.state.records if r.leaf]
         s["num_passes"] = len(leaves)
         s["num_changed"] = sum(r.changed for r in leaves)
-        broken = self.instrument.state.first_break
-        if broken is not None and self.checker is not None:
-            s["first_numerics_break"] = broken[0]
-            try:
-                s["drifted_layers"] = self.checker.drifted_layers(broken[1])
-            except Exception as exc:  # the bisection is best effort; the break stays named
-                s["error"] = s["error"] or f"drift bisection failed: {type(exc).__name__}"
+        broken = self.numerics.first_break if self.numerics else None
+        if broken is not None:
+            s["first_numerics_break"] = broken.name
+            found = s.get("numerics_break")
+            s["drifted_layers"] = found["layers"] if found else []

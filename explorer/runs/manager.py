@@ -24,12 +24,15 @@ from explorer.protocol import (
     RUN_QUEUED,
     SYMBOLIC_INPUTS,
     ApiError,
+    Breakpoint,
     EventData,
+    ResumeAction,
     RunOptions,
     bad_request,
     empty_summary,
     run_queued,
 )
+from explorer.runs.breakpoints import PauseGate
 from explorer.runs.children import load_plugins, warm_up
 from explorer.runs.config import RunConfig
 from explorer.runs.execution import Execution, finish_run
@@ -92,22 +95,27 @@ class RunManager:
         self.store.add_run(empty_summary(run_id, session_id, options.to_json()))
         return run_id
 
-    def start_sync(self, session_id: str, options: RunOptions) -> str:
-        """Run in the calling thread (the CLI); returns the run id once it has ended."""
+    def start_sync(self, session_id: str, options: RunOptions, gate: PauseGate | None = None
+                   ) -> str:
+        """Run in the calling thread (the CLI; `gate`: where it may pause); returns the run
+        id once it has ended."""
         run_id = self._new_run(session_id, options)
 
         def publish(etype: str, data: EventData) -> None:
             self.hub.publish(run_id, session_id, etype, data)
 
+        if gate is not None:
+            gate.bind(publish, self.store)
         outcome = Execution(self.store, self.sessions, publish, run_id, session_id, options,
-                            hooks=self.hooks).execute()
+                            hooks=self.hooks, gate=gate).execute()
         finish_run(self.store, self.hub, outcome)
         return run_id
 
-    def start(self, session_id: str, options: RunOptions) -> str:
+    def start(self, session_id: str, options: RunOptions,
+              breakpoints: list[Breakpoint] | None = None) -> str:
         """Queue a run for a worker process; returns its id at once."""
         run_id = self._new_run(session_id, options)
-        supervisor = RunSupervisor(self, run_id, session_id, options)
+        supervisor = RunSupervisor(self, run_id, session_id, options, breakpoints)
         self.hub.open_run(run_id)
         with self._lock:
             launch = len(self._active) < self.config.max_concurrent
@@ -133,6 +141,30 @@ class RunManager:
             queued.end_unstarted()
             return True
         return running is not None and running.request_cancel()
+
+    # --- breakpoints (explorer/runs/breakpoints.py) -----------------------------------
+    def _supervisor(self, run_id: str) -> RunSupervisor | None:
+        self.store.run(run_id)  # 404 for a run that does not exist
+        with self._lock:
+            found = self._active.get(run_id)
+            return found or next((s for s in self._queue if s.run_id == run_id), None)
+
+    def breakpoints(self, run_id: str) -> tuple[list[Breakpoint], bool]:
+        """The run's breakpoints and whether it is queued or running here (can pause)."""
+        supervisor = self._supervisor(run_id)
+        return (list(supervisor.breakpoints), True) if supervisor else ([], False)
+
+    def set_breakpoints(self, run_id: str, breakpoints: list[Breakpoint]) -> bool:
+        """Replace a queued or running run's breakpoints; False when it is neither."""
+        supervisor = self._supervisor(run_id)
+        if supervisor is not None:
+            supervisor.set_breakpoints(breakpoints)
+        return supervisor is not None
+
+    def resume(self, run_id: str, action: ResumeAction) -> bool:
+        """Continue, step or stop a paused run; False when it is not paused here."""
+        supervisor = self._supervisor(run_id)
+        return supervisor is not None and supervisor.resume(action)
 
     # --- bookkeeping ----------------------------------------------------------------
     def run_ended(self, supervisor: RunSupervisor) -> None:

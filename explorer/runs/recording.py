@@ -19,9 +19,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from explorer.compiler import IRModule, PassInstrument, SourceMapTable, print_snapshot
 from explorer.protocol import (
@@ -35,8 +34,8 @@ from explorer.protocol import (
     pass_started,
     pass_stats,
 )
-from explorer.protocol import numerics as numerics_payload
 from explorer.remarks import record_remarks
+from explorer.runs.numerics import PassNumerics
 from explorer.store import Store
 
 ModuleKey = tuple[tuple[str, int, bool], ...]
@@ -48,6 +47,17 @@ class ImportMismatchError(Exception):
 
 class RunCancelledError(Exception):
     """Raised from an instrument hook when the user cancelled the run."""
+
+
+class PassGate(Protocol):
+    """Where a run may pause between passes (explorer/runs/breakpoints.py): called with the
+    module recorded before a pass (before its pass_started), and after its pass_finished;
+    it may block, and raises RunCancelledError to stop the run."""
+
+    def before_pass(self, index: int, name: str, snapshot: int) -> None: ...
+
+    def after_pass(self, index: int, name: str, leaf: bool, before: int, after: int
+                   ) -> None: ...
 
 
 @dataclass(slots=True)
@@ -128,7 +138,7 @@ class _Frame:
     before: Snapshot
     started: float = 0.0
     overhead_at_start: float = 0.0
-    numerics_before: Any = None
+    module: Any = None  # the module the pass was given
     leaf: bool = True  # no pass ran nested in this one
 
 
@@ -152,7 +162,6 @@ class RecordingState:
     records: list[PassRecord] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     last_snapshot: Snapshot | None = None
-    first_break: tuple[str, IRModule] | None = None
 
 
 class RecordingInstrument(PassInstrument):
@@ -160,8 +169,10 @@ class RecordingInstrument(PassInstrument):
 
     def __init__(self, recorder: SnapshotRecorder, publish: Publish,
                  cancel: threading.Event | None = None,
-                 numerics: Callable[[IRModule], dict[str, Any]] | None = None) -> None:
+                 numerics: PassNumerics | None = None,
+                 gate: PassGate | None = None) -> None:
         super().__init__()
+        self.gate = gate
         self.recorder = recorder
         self.publish = publish
         self.cancel = cancel or threading.Event()
@@ -170,7 +181,6 @@ class RecordingInstrument(PassInstrument):
         self._stack: list[_Frame] = []
         self._next_index = 0
         self._overhead = 0.0
-        self._numerics_cache: dict[int, Numerics] = {}
 
     # --- hooks --------------------------------------------------------------------
     def enter_pass_ctx(self) -> None:
@@ -188,9 +198,11 @@ class RecordingInstrument(PassInstrument):
         t0 = time.perf_counter()
         parent = self._stack[-1].index if self._stack else None
         frame = _Frame(self._next_index, str(info.name), int(info.opt_level), len(self._stack),
-                       parent, self.recorder.record(mod))
+                       parent, self.recorder.record(mod), module=mod)
         self._next_index += 1
         self.state.last_snapshot = frame.before
+        if self.gate is not None:  # a pause here is recording overhead, in no pass's time
+            self.gate.before_pass(frame.index, frame.name, frame.before.id)
         if self._stack:
             self._stack[-1].leaf = False
         self.publish(PASS_STARTED, pass_started(
@@ -210,9 +222,8 @@ class RecordingInstrument(PassInstrument):
         t0 = time.perf_counter()
         after = self.recorder.record(mod)
         changed = after.key != frame.before.key
-        numerics = self._numerics_for(after, mod)
-        if numerics is not None and not numerics["ok"] and self.state.first_break is None:
-            self.state.first_break = (frame.name, mod)
+        numerics = None if self.numerics is None else self.numerics.after_pass(
+            frame.index, frame.name, (frame.before.id, frame.module), (after.id, mod))
         self.state.last_snapshot = after
         record_remarks(self.recorder.store, self.recorder.run_id, frame.index)
         self.state.records.append(PassRecord(frame.index, frame.name, frame.depth, frame.parent,
@@ -226,6 +237,9 @@ class RecordingInstrument(PassInstrument):
             stats=pass_stats(nodes=after.num_nodes,
                              nodes_delta=after.num_nodes - frame.before.num_nodes),
             numerics=numerics))
+        if self.gate is not None:
+            self.gate.after_pass(frame.index, frame.name, frame.leaf, frame.before.id,
+                                 after.id)
         self._overhead += time.perf_counter() - t0
 
     def run_after_pass_failed(self, mod: IRModule, info: Any, exc: BaseException) -> None:
@@ -251,13 +265,3 @@ class RecordingInstrument(PassInstrument):
             if frame.name == name:
                 return frame
         return None
-
-    def _numerics_for(self, snap: Snapshot, mod: IRModule) -> Numerics | None:
-        if self.numerics is None:
-            return None
-        if snap.id not in self._numerics_cache:
-            found = self.numerics(mod)
-            self._numerics_cache[snap.id] = numerics_payload(
-                max_abs_err=found["max_abs_err"], ok=found["ok"], error=found.get("error"),
-                quantized="max_lsb_err" in found, max_lsb_err=found.get("max_lsb_err"))
-        return self._numerics_cache[snap.id]

@@ -9,7 +9,11 @@ announces through the hub (the worker stored it first), and enforces:
 - no progress (no event) for `stall_timeout` seconds: cancelled the same way,
   with a message saying so;
 - a worker that dies without an outcome (crash, OOM kill) ends its run
-  `failed` with code `worker_crashed`, naming the pass that was running.
+  `failed` with code `worker_crashed`, naming the pass that was running;
+- breakpoints: the run's list is kept here and sent to the worker (at start and
+  whenever it changes); a run paused at one (between `run_paused` and
+  `run_resumed`) is waiting for its user, not stalled, and is resumed by a
+  control message (explorer/runs/breakpoints.py).
 
 The terminal event is always written here, after the worker has ended and
 every event it stored has been relayed, so a cancel acknowledged while the last
@@ -31,8 +35,12 @@ from explorer.protocol import (
     PASS_FAILED,
     PASS_FINISHED,
     PASS_STARTED,
+    RUN_PAUSED,
+    RUN_RESUMED,
     RUN_STARTED,
+    Breakpoint,
     EventData,
+    ResumeAction,
     RunEvent,
     RunOptions,
     RunSummary,
@@ -77,7 +85,9 @@ class RunTracker:
         self.finished: list[_Finished] = []
         self.last_snapshot: int | None = None
         self.phase = "starting"
+        self.paused = False
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            RUN_PAUSED: self._paused, RUN_RESUMED: self._resumed,
             RUN_STARTED: self._run_started, PASS_STARTED: self._pass_started,
             PASS_FINISHED: self._pass_finished, PASS_FAILED: self._pass_failed,
             BUILD_STARTED: self._build_started, BUILD_FINISHED: self._build_finished,
@@ -91,6 +101,12 @@ class RunTracker:
     def _run_started(self, data: dict[str, Any]) -> None:
         self.phase = "pipeline"
         self.last_snapshot = data.get("initial_snapshot", self.last_snapshot)
+
+    def _paused(self, data: dict[str, Any]) -> None:
+        self.paused = True
+
+    def _resumed(self, data: dict[str, Any]) -> None:
+        self.paused = False
 
     def _pass_started(self, data: dict[str, Any]) -> None:
         self.open[int(data["pass_index"])] = str(data["name"])
@@ -134,8 +150,9 @@ class RunSupervisor:
     """Supervises one run's worker process (see module docstring)."""
 
     def __init__(self, manager: RunHost, run_id: str, session_id: str,
-                 options: RunOptions) -> None:
+                 options: RunOptions, breakpoints: list[Breakpoint] | None = None) -> None:
         self.manager = manager
+        self.breakpoints: list[Breakpoint] = list(breakpoints or [])
         self.run_id = run_id
         self.session_id = session_id
         self.options = options
@@ -159,7 +176,7 @@ class RunSupervisor:
             announced = self._announce()
             job = Job(self.run_id, self.session_id, self.options.to_json(),
                       self.manager.store.path, str(self.manager.sessions.models_dir),
-                      cfg.plugins, environment(), announced)
+                      cfg.plugins, environment(), announced, tuple(self.breakpoints))
             worker = WorkerProcess(job)
         except Exception as exc:  # no process: the run fails, the server goes on
             self.error = f"the run's worker could not start: {type(exc).__name__}: {exc}"
@@ -169,6 +186,8 @@ class RunSupervisor:
             self.worker = worker
             if self._cancel_at is not None:
                 worker.request_cancel()
+            elif self.breakpoints != list(job.breakpoints):  # changed while it started
+                worker.send(("breakpoints", self.breakpoints))
         self.manager.start_task(self._supervise)
 
     def _announce(self) -> int | None:
@@ -200,6 +219,25 @@ class RunSupervisor:
             worker = self.worker
         if worker is not None:
             worker.request_cancel()
+        return True
+
+    def set_breakpoints(self, breakpoints: list[Breakpoint]) -> None:
+        """Replace the run's breakpoints (the worker's too, once it runs)."""
+        with self._lock:
+            self.breakpoints = list(breakpoints)
+            worker = self.worker
+            if worker is not None:
+                worker.send(("breakpoints", self.breakpoints))
+
+    def resume(self, action: ResumeAction) -> bool:
+        """Resume the paused run (`stop` cancels it); False when it is not paused."""
+        with self._lock:
+            worker = self.worker if not self._decided else None
+        if worker is None or not self.tracker.paused:
+            return False
+        if action == "stop":
+            return self.request_cancel()
+        worker.send(("resume", action))
         return True
 
     @property
@@ -244,6 +282,8 @@ class RunSupervisor:
             messages, closed = worker.receive(cfg.poll_interval)
             for message in messages:
                 self._handle(message)
+                last_progress = time.monotonic()
+            if self.tracker.paused:  # waiting for its user is no stall
                 last_progress = time.monotonic()
             if closed or not worker.is_alive():
                 return

@@ -13,7 +13,9 @@ milliseconds and the threaded server itself is never forked. A child:
 - appends each event to the store and sends it to the server over the pipe
   (`("event", RunEvent)`), then sends `("outcome", Outcome JSON)`;
 - listens for `("cancel",)` and sets the run's cancel flag (checked between
-  passes).
+  passes), and for the breakpoint controls `("breakpoints", [...])` and
+  `("resume", action)`, which it hands to the run's `PauseGate`
+  (explorer/runs/breakpoints.py).
 
 The fork server, plugins and how a child dies are explorer/runs/children.py's.
 """
@@ -31,7 +33,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from explorer.protocol import EventData, RunOptions, RunOptionsJSON
+from explorer.protocol import Breakpoint, EventData, RunOptions, RunOptionsJSON
+from explorer.runs.breakpoints import PauseGate
 from explorer.runs.children import (
     EXIT_PARENT_GONE,
     die_with_parent,
@@ -55,6 +58,7 @@ class Job:
     plugins: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     announced: int | None = None  # the run's initial snapshot, when run_started is out
+    breakpoints: tuple[Breakpoint, ...] = ()
 
 
 # --- the child ------------------------------------------------------------------------------
@@ -67,12 +71,13 @@ def worker_main(job: Job, conn: Connection) -> None:
         os.environ.clear()
         os.environ.update(dict(job.env))
     cancel = threading.Event()
-    threading.Thread(target=_listen, args=(conn, cancel), name="cancel-listener",
+    gate = PauseGate(job.breakpoints, cancel)
+    threading.Thread(target=_listen, args=(conn, cancel, gate), name="control-listener",
                      daemon=True).start()
     store = Store(job.db_path)
     try:
         outcome = _execute(job, store, SessionService(store, Path(job.models_dir)), conn,
-                           cancel)
+                           cancel, gate)
     except Exception as exc:  # outside the pipeline (a plugin that fails to import...)
         _send(conn, ("error", f"{type(exc).__name__}: {exc}"))
     else:
@@ -82,14 +87,15 @@ def worker_main(job: Job, conn: Connection) -> None:
 
 
 def _execute(job: Job, store: Store, sessions: SessionService, conn: Connection,
-             cancel: threading.Event) -> Outcome:
+             cancel: threading.Event, gate: PauseGate) -> Outcome:
     def publish(etype: str, data: EventData) -> None:
         _send(conn, ("event", store.append_event(job.run_id, job.session_id, etype, data)))
 
     hooks = load_plugins(job.plugins)
     options = RunOptions.from_json(job.options)
+    gate.bind(publish, store)
     return Execution(store, sessions, publish, job.run_id, job.session_id, options, cancel,
-                     hooks, announced=job.announced).execute()
+                     hooks, announced=job.announced, gate=gate).execute()
 
 
 def _send(conn: Connection, message: tuple[Any, ...]) -> None:
@@ -99,14 +105,20 @@ def _send(conn: Connection, message: tuple[Any, ...]) -> None:
         os._exit(EXIT_PARENT_GONE)
 
 
-def _listen(conn: Connection, cancel: threading.Event) -> None:
+def _listen(conn: Connection, cancel: threading.Event, gate: PauseGate) -> None:
     while True:
         try:
             message = conn.recv()
         except (EOFError, OSError):
             os._exit(EXIT_PARENT_GONE)
-        if message and message[0] == "cancel":
+        kind = message[0] if message else None
+        if kind == "cancel":
             cancel.set()
+            gate.wake()
+        elif kind == "breakpoints":
+            gate.set_breakpoints(message[1])
+        elif kind == "resume":
+            gate.command(message[1])
 
 
 # --- the server's side ----------------------------------------------------------------------
@@ -115,6 +127,7 @@ class WorkerProcess:
 
     def __init__(self, job: Job) -> None:
         ctx = mp_context()
+        self._send_lock = threading.Lock()  # control messages come from several threads
         self.conn, child = ctx.Pipe(duplex=True)
         self.process = ctx.Process(target=worker_main, args=(job, child),
                                    name=f"explorer-run-{job.run_id}", daemon=True)
@@ -150,8 +163,12 @@ class WorkerProcess:
         return messages
 
     def request_cancel(self) -> None:
-        with contextlib.suppress(OSError):  # already gone
-            self.conn.send(("cancel",))
+        self.send(("cancel",))
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        """A control message to the child (cancel, breakpoints, resume)."""
+        with self._send_lock, contextlib.suppress(OSError):  # OSError: already gone
+            self.conn.send(message)
 
     def is_alive(self) -> bool:
         return bool(self.process.is_alive())

@@ -11,6 +11,7 @@ const setHighlights = StateEffect.define();
 const MARKS = {
   primary: Decoration.mark({ class: "cm-hl-primary" }),
   related: Decoration.mark({ class: "cm-hl-related" }),
+  drift: Decoration.mark({ class: "cm-hl-drift" }),
 };
 
 const highlightField = StateField.define({
@@ -24,11 +25,13 @@ const highlightField = StateField.define({
 });
 
 /**
- * Paint highlights: {primary: [{from,to}], related: [{from,to}]}; scrolls to the first
+ * Paint highlights: {primary: [{from,to}], related: [{from,to}], drift: [{from,to}]} (drift:
+ * the expressions of layers whose numerics drifted, under the others); scrolls to the first
  * primary range (or the first related one) when `scroll` is set.
  */
-export function paintHighlights(view, { primary = [], related = [] }, scroll = false) {
+export function paintHighlights(view, { primary = [], related = [], drift = [] }, scroll = false) {
   const ranges = [
+    ...drift.map((r) => MARKS.drift.range(r.from, r.to)),
     ...related.map((r) => MARKS.related.range(r.from, r.to)),
     ...primary.map((r) => MARKS.primary.range(r.from, r.to)),
   ];

@@ -14,6 +14,8 @@ export const TOPIC = Object.freeze({
   LAYER_SELECTED: "layer:selected",
   TAB: "tab",
   CLEAR: "clear",
+  BREAKPOINTS: "breakpoints",
+  BREAKPOINT_TOGGLE: "breakpoint:toggle",
   REMARKS: "remarks",
 });
 
@@ -68,7 +70,7 @@ export const TOPIC = Object.freeze({
 /**
  * Show a tab of the session page.
  * @typedef {Object} Tab
- * @property {("model"|"diff"|"schedules")} name
+ * @property {("model"|"diff"|"schedules"|"compare")} name
  */
 
 /**
@@ -85,6 +87,19 @@ export const TOPIC = Object.freeze({
  */
 
 /**
+ * The page's breakpoints changed (the next run's, and the live run's).
+ * @typedef {Object} Breakpoints
+ * @property {Array<import("./protocol.js").Breakpoint>} breakpoints
+ */
+
+/**
+ * Add or remove one breakpoint (the timeline's ● on a pass row).
+ * @typedef {Object} BreakpointToggle
+ * @property {("before"|"after"|"touches")} kind
+ * @property {string} target
+ */
+
+/**
  * Topic -> payload.
  * @typedef {{
  *   "run:reset": RunReset,
@@ -96,6 +111,8 @@ export const TOPIC = Object.freeze({
  *   "layer:selected": LayerSelected | null,
  *   "tab": Tab,
  *   "clear": Clear,
+ *   "breakpoints": Breakpoints,
+ *   "breakpoint:toggle": BreakpointToggle,
  *   "remarks": Remarks,
  * }} TopicPayloads
  */

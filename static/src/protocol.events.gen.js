@@ -91,6 +91,46 @@ export {};
  * @property {boolean} ok
  * @property {(number|null)} [max_lsb_err]
  * @property {string} [error]
+ * @property {(number|null)} [step_max_abs_err]
+ * @property {boolean} [step_ok]
+ * @property {boolean} [introduced]
+ */
+
+/**
+ * One rewrite of a pass (engine.transform.bisect.Rewrite): its number in the pass run
+ * (1-based), the pass, and the expression of the snapshot before it that it replaced.
+ * @typedef {Object} BisectRewrite
+ * @property {number} index
+ * @property {number} node_id
+ * @property {(string|null)} op
+ * @property {Array<string>} layers
+ * @property {boolean} applied
+ */
+
+/**
+ * The bisection over the rewrites of the pass that broke numerics.
+ * @typedef {Object} NumericsBisect
+ * @property {number} total
+ * @property {number} runs
+ * @property {(BisectRewrite|null)} rewrite
+ * @property {boolean} broken_at_zero
+ * @property {(string|null)} error
+ */
+
+/**
+ * The first pass that broke numerics: its snapshots, the error it added, the
+ * frontend layers that drifted between its before and after snapshots (dataflow order,
+ * the first is where the drift starts) and the nodes of its after snapshot that carry
+ * them (for badges), and the bisection within the pass.
+ * @typedef {Object} NumericsBreak
+ * @property {string} pass_name
+ * @property {number} pass_index
+ * @property {number} before
+ * @property {number} after
+ * @property {(number|null)} max_abs_err
+ * @property {Array<string>} layers
+ * @property {Array<number>} nodes
+ * @property {(NumericsBisect|null)} bisect
  */
 
 /**
@@ -107,6 +147,7 @@ export {};
  * @property {(string|null)} failed_pass
  * @property {(string|null)} error
  * @property {(number|null)} final_snapshot
+ * @property {(NumericsBreak|null)} [numerics_break]
  */
 
 /**
@@ -118,6 +159,96 @@ export {};
  * @property {number} index
  * @property {string} type
  * @property {Object<string, *>} data
+ */
+
+/**
+ * Pause before / after a pass named `target`, or after a pass that touches layer `target`.
+ * @typedef {Object} Breakpoint
+ * @property {BreakpointKind} kind
+ * @property {string} target
+ */
+
+/**
+ * `set_breakpoints` (socket) / PUT /api/runs/<rid>/breakpoints: replaces the run's list.
+ * @typedef {Object} BreakpointsRequest
+ * @property {string} run_id
+ * @property {Array<Breakpoint>} breakpoints
+ */
+
+/**
+ * GET or PUT /api/runs/<rid>/breakpoints, and the `set_breakpoints` ack: the run's
+ * breakpoints; `live` is false when the run no longer executes here (nothing can pause).
+ * @typedef {Object} BreakpointList
+ * @property {Array<Breakpoint>} breakpoints
+ * @property {boolean} live
+ */
+
+/**
+ * `resume_run` (socket) / POST /api/runs/<rid>/resume.
+ * @typedef {Object} ResumeRequest
+ * @property {string} run_id
+ * @property {ResumeAction} action
+ */
+
+/**
+ * `ok` false when the run was not paused (or not live here): nothing was resumed.
+ * @typedef {Object} ResumeAck
+ * @property {boolean} ok
+ */
+
+/**
+ * The run waits in its worker, `when` "before" or "after" pass `pass_index` `name`;
+ * `snapshot` is the module at that point. `reason` says why in words; `breakpoint` is the
+ * one that matched (null after a `step`); `layers`, for a `touches` breakpoint, the chosen
+ * layers the pass touched.
+ * @typedef {Object} RunPaused
+ * @property {number} pass_index
+ * @property {string} name
+ * @property {PauseWhen} when
+ * @property {number} snapshot
+ * @property {string} reason
+ * @property {(Breakpoint|null)} breakpoint
+ * @property {Array<string>} layers
+ */
+
+/**
+ * The paused run goes on (`continue`, `step`) or is being stopped (`stop`).
+ * @typedef {Object} RunResumed
+ * @property {ResumeAction} action
+ */
+
+/**
+ * One run's side of a compared pass (a leaf pass_finished, or its pass_failed).
+ * @typedef {Object} ComparedPass
+ * @property {number} pass_index
+ * @property {boolean} changed
+ * @property {boolean} failed
+ * @property {(number|null)} elapsed_ms
+ * @property {(number|null)} nodes
+ * @property {(number|null)} before
+ * @property {(number|null)} after
+ * @property {(Numerics|null)} numerics
+ */
+
+/**
+ * One leaf pass aligned across the two runs (by `path` and `name`): `a` or `b` is null
+ * where that run did not run it; `same_after` is true when both after-snapshots print
+ * the same text.
+ * @typedef {Object} ComparisonRow
+ * @property {string} name
+ * @property {Array<string>} path
+ * @property {(ComparedPass|null)} a
+ * @property {(ComparedPass|null)} b
+ * @property {(boolean|null)} same_after
+ */
+
+/**
+ * GET /api/compare?a=<run>&b=<run>: the leaf passes of two runs aligned by name.
+ * @typedef {Object} RunComparison
+ * @property {string} a
+ * @property {string} b
+ * @property {Array<ComparisonRow>} rows
+ * @property {(boolean|null)} same_final
  */
 
 /**
@@ -227,6 +358,8 @@ export {};
  * @property {PassStarted} pass_started
  * @property {PassFinished} pass_finished
  * @property {PassFailed} pass_failed
+ * @property {RunPaused} run_paused
+ * @property {RunResumed} run_resumed
  * @property {BuildStarted} build_started
  * @property {BuildFinished} build_finished
  * @property {RunFinished} run_finished
@@ -242,6 +375,12 @@ export {};
 
 /** @typedef {("replace"|"delete"|"insert")} DiffTag */
 
-/** @typedef {(RunQueued|RunStarted|PassStarted|PassFinished|PassFailed|BuildStarted|BuildFinished|RunFinished|RunFailed|RunCancelled)} EventData */
+/** @typedef {(RunQueued|RunStarted|PassStarted|PassFinished|PassFailed|RunPaused|RunResumed|BuildStarted|BuildFinished|RunFinished|RunFailed|RunCancelled)} EventData */
 
-/** @typedef {(StartRunAck|SubscribeAck|OkAck|ErrorResponse)} Ack */
+/** @typedef {(StartRunAck|SubscribeAck|OkAck|BreakpointList|ResumeAck|ErrorResponse)} Ack */
+
+/** @typedef {("before"|"after"|"touches")} BreakpointKind */
+
+/** @typedef {("continue"|"step"|"stop")} ResumeAction */
+
+/** @typedef {("before"|"after")} PauseWhen */

@@ -10,6 +10,8 @@ export const C2S = Object.freeze({
   SUBSCRIBE: "subscribe",
   UNSUBSCRIBE: "unsubscribe",
   CANCEL_RUN: "cancel_run",
+  SET_BREAKPOINTS: "set_breakpoints",
+  RESUME_RUN: "resume_run",
 });
 
 /** Server -> client Socket.IO event: one name, payload RunEvent. */
@@ -24,6 +26,8 @@ export const EV = Object.freeze({
   PASS_STARTED: "pass_started",
   PASS_FINISHED: "pass_finished",
   PASS_FAILED: "pass_failed",
+  RUN_PAUSED: "run_paused",
+  RUN_RESUMED: "run_resumed",
   BUILD_STARTED: "build_started",
   BUILD_FINISHED: "build_finished",
   RUN_FINISHED: "run_finished",

@@ -276,6 +276,7 @@ export {};
  * @typedef {Object} StartRunRequest
  * @property {string} session_id
  * @property {RunOptionsJSON} options
+ * @property {Array<Breakpoint>} [breakpoints]
  */
 
 /**
@@ -361,4 +362,48 @@ export {};
  * @property {Array<ExportedEvent>} events
  * @property {Object<string, ExportedSnapshot>} snapshots
  * @property {RunArtifacts} artifacts
+ */
+
+/**
+ * A tensor's summary: shape, dtype, statistics over its finite values, NaN / Inf
+ * counts, a histogram (`edges` has one more element than `counts`), and every value
+ * (flattened) when it is small (else null).
+ * @typedef {Object} TensorStats
+ * @property {Array<number>} shape
+ * @property {string} dtype
+ * @property {number} size
+ * @property {(number|null)} min
+ * @property {(number|null)} max
+ * @property {(number|null)} mean
+ * @property {(number|null)} std
+ * @property {number} nan
+ * @property {number} inf
+ * @property {Object<string, Array<number>>} histogram
+ * @property {(Array<(number|null)>|null)} values
+ */
+
+/**
+ * The same tensor in the model's own runtime (onnxruntime, tflite-runtime): the
+ * runtime's tensor it read (`tensor`), its stats, and the largest difference from the
+ * engine's value when the shapes agree; `error` when it could not be read.
+ * @typedef {Object} TensorReference
+ * @property {string} runtime
+ * @property {(string|null)} layer
+ * @property {(string|null)} tensor
+ * @property {(TensorStats|null)} stats
+ * @property {(number|null)} max_abs_diff
+ * @property {(string|null)} error
+ * @property {boolean} layer_output
+ */
+
+/**
+ * GET /api/runs/<rid>/tensors/<snapshot>/<node>: one expression's value on the run's
+ * seeded inputs (computed in a worker on demand, then cached).
+ * @typedef {Object} TensorReport
+ * @property {number} snapshot
+ * @property {number} node_id
+ * @property {(string|null)} op
+ * @property {Array<string>} layers
+ * @property {TensorStats} stats
+ * @property {(TensorReference|null)} reference
  */

@@ -36,6 +36,8 @@ export class RunModel {
     this.summary = null;
     /** @type {{pass: (string|null), message: string, code: string} | null} */
     this.failure = null;
+    /** @type {(import("./protocol.js").RunPaused & {eventIndex: number}) | null} while a breakpoint holds the run */
+    this.paused = null;
   }
 
   /**
@@ -46,7 +48,7 @@ export class RunModel {
     if (event.index !== this.nextIndex) return false;
     this.nextIndex += 1;
     const handler = REDUCERS[event.type];
-    if (handler) handler(this, event.data ?? {});
+    if (handler) handler(this, event.data ?? {}, event.index);
     return true;
   }
 
@@ -132,8 +134,15 @@ function ordinal(n) {
   return `${n}${suffix}`;
 }
 
-/** @type {Record<string, (m: RunModel, d: any) => void>} */
+/** @type {Record<string, (m: RunModel, d: any, index: number) => void>} */
 const REDUCERS = {
+  /** @param {import("./protocol.js").RunPaused} d */
+  [EV.RUN_PAUSED]: (m, d, index) => {
+    m.paused = { ...d, eventIndex: index };
+  },
+  [EV.RUN_RESUMED]: (m) => {
+    m.paused = null;
+  },
   /** @param {import("./protocol.js").RunQueued} d */
   [EV.RUN_QUEUED]: (m, d) => {
     m.queue = { position: d.position, max_concurrent: d.max_concurrent };
@@ -192,5 +201,6 @@ const REDUCERS = {
 /** A run that ended leaves no pass spinning (containers of a failed pass, for instance). */
 function closeRunning(m) {
   m.queue = null;
+  m.paused = null;
   for (const p of m.passes.values()) if (p.state === "running") p.state = "stopped";
 }

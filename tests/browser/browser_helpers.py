@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numerics_plugin
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -51,7 +52,7 @@ def wrap_passes(passes: list[Any], options: Any) -> list[Any]:
         return [transform.get_pass("InferType"), gate_pass, *passes]
     if GATE_FAILING.is_set():
         return [*passes, failing_pass]
-    return passes
+    return numerics_plugin.with_bug(passes)
 
 
 def api_get(base: str, path: str) -> Any:

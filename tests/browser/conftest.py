@@ -111,7 +111,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, frontend_bundle: Path,
     data = tmp_path_factory.mktemp("explorer-data")
     port = _free_port()
     flags_dir()  # exported before the server inherits the environment
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent), str(ROOT)])}
     proc = subprocess.Popen([sys.executable, "-m", "explorer.cli", "serve", "--port", str(port),
                              "--data", str(data), "--plugin", PLUGIN], env=env, cwd=str(ROOT),
                             stdout=subprocess.DEVNULL)

@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numerics_plugin  # noqa: F401  (registers the numerics tests' user pass)
+
 from engine.ir.expr import Call, Constant, Expr
 from engine.relay.expr_functor import ExprMutator
 from engine.transform import module_pass, register_pass
@@ -159,6 +161,16 @@ def start(sock: Any, session_id: str, **options: Any) -> str:
 def subscribe(sock: Any, run_id: str, since: int = 0) -> dict[str, Any]:
     return sock.emit("subscribe", {"run_id": run_id, "since": since}, namespace=NAMESPACE,
                      callback=True)
+
+
+def run_leaves(sock: Any, session_id: str, **options: Any) -> tuple[list[dict], dict]:
+    """Run to the end (it must finish): the leaf passes' pass_finished data, the summary."""
+    run_id = start(sock, session_id, **options)
+    subscribe(sock, run_id)
+    events = collect_until(sock, terminal, timeout=120)
+    assert events[-1]["type"] == "run_finished", events[-1]
+    leaves = [e["data"] for e in events if e["type"] == "pass_finished" and e["data"]["leaf"]]
+    return leaves, events[-1]["data"]["summary"]
 
 
 class _Perturb(ExprMutator):

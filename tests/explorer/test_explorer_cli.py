@@ -165,3 +165,24 @@ def test_progress_counts_leaf_passes_against_the_plan():
     shown = [line.split("] ")[1].split()[0] for line in err.getvalue().split("\r") if "] " in line]
     assert shown == ["1/2", "2/2", "2/2"]
     assert "build: LowerTE" in err.getvalue()
+
+
+def test_run_with_break_asks_on_the_terminal(model, capsys, monkeypatch):
+    import io as _io
+
+    answers = _io.StringIO("p\ns\nwhat\nc\n")
+    monkeypatch.setattr(sys, "stdin", answers)
+    code = main(["run", str(model), "--passes", "ExplorerTestNoop,ExplorerTestRebuild,ExplorerTestNoop",
+                 "--break", "before:ExplorerTestRebuild"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert ";; paused before #2 ExplorerTestRebuild: breakpoint before ExplorerTestRebuild" in out
+    assert "def @main" in out  # `p` printed the module where the run waits
+    assert ";; paused after #2 ExplorerTestRebuild: stepped over ExplorerTestRebuild" in out
+    assert "unknown answer 'what'" in out
+    assert out.rstrip().splitlines()[-1].startswith("finished")
+
+
+def test_run_with_a_bad_break_names_it(model, capsys):
+    assert main(["run", str(model), "--break", "FuseOps"]) == 2
+    assert "--break 'FuseOps': write before:PASS" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from explorer_helpers import collect_until, start, subscribe, terminal, upload
+from explorer_helpers import run_leaves, upload
 from onnx import numpy_helper
 
 from engine.ir import IRModule
@@ -33,13 +33,7 @@ def qnn_text() -> str:
     return quant_models.qnn_relay_file().read_text()
 
 
-def _leaves(sock: Any, session_id: str, **options: Any) -> tuple[list[dict], dict]:
-    run_id = start(sock, session_id, **options)
-    subscribe(sock, run_id)
-    events = collect_until(sock, terminal, timeout=120)
-    assert events[-1]["type"] == "run_finished", events[-1]
-    leaves = [e["data"] for e in events if e["type"] == "pass_finished" and e["data"]["leaf"]]
-    return leaves, events[-1]["data"]["summary"]
+_leaves = run_leaves
 
 
 def test_lsb_error_of_a_dequantized_output_counts_steps(client, sock, qnn_text):

@@ -96,3 +96,31 @@ def test_run_model_counts_the_passes_the_server_marks_leaf():
     assert got["leaves"] == ["A", "B"]
     assert (got["planned"], got["plan"]) == (2, ["A", "B"])
     assert got["build"] == {"num_nodes": 3, "num_kernels": 2}
+
+
+PAUSE_SCRIPT = """
+import(process.argv[1]).then(({ RunModel }) => {
+  const m = new RunModel("r");
+  const out = [];
+  const paused = { pass_index: 2, name: "FuseOps", when: "before", snapshot: 7,
+    reason: "breakpoint before FuseOps", breakpoint: { kind: "before", target: "FuseOps" }, layers: [] };
+  m.apply({ index: 0, type: "run_started", data: { initial_snapshot: 3, num_passes_planned: 4 } });
+  m.apply({ index: 1, type: "run_paused", data: paused });
+  out.push([m.paused?.name ?? null, m.paused?.eventIndex ?? null, m.finished]);
+  m.apply({ index: 2, type: "run_resumed", data: { action: "continue" } });
+  out.push([m.paused, m.finished]);
+  m.apply({ index: 3, type: "run_paused", data: { ...paused, when: "after" } });
+  m.apply({ index: 4, type: "run_cancelled", data: { message: null } });
+  out.push([m.paused, m.status]);
+  console.log(JSON.stringify(out));
+});
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_run_model_is_paused_from_run_paused_until_run_resumed_or_the_end():
+    module = (ROOT / "static" / "src" / "run-model.js").as_uri()
+    done = subprocess.run(["node", "--input-type=module", "-e", PAUSE_SCRIPT, module],
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) == [["FuseOps", 1, False], [None, False],
+                                       [None, "cancelled"]]

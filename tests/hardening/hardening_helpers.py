@@ -216,13 +216,30 @@ def wait_terminal(base: str, run_id: str, timeout: float = 60) -> list[dict[str,
 
 
 # --- Socket.IO clients -------------------------------------------------------------------
+def complete(events: list[dict[str, Any]], run_id: str) -> bool:
+    """Whether `events` hold run `run_id`'s terminal event and every event from the first
+    one received (index 0, or a subscription's `since`) up to it."""
+    indexes = {e["index"] for e in events if e["run_id"] == run_id}
+    ends = [e["index"] for e in events if e["run_id"] == run_id and e["type"] in TERMINAL]
+    return bool(ends) and len(indexes) >= ends[0] - min(indexes) + 1
+
+
 class Watcher:
-    """A python-socketio client on the explorer namespace recording every run_event."""
+    """A python-socketio client on the explorer namespace recording every run_event.
+
+    python-socketio's client hands each incoming message to a new thread (engineio's
+    `_trigger_event(..., run_async=True)`), so two events the server sent in order can be
+    appended in either order, and a run's terminal event can be recorded before the one
+    sent just ahead of it. The events are therefore read back in index order, and a test
+    waits for `complete(...)` (the terminal event *and* everything before it), never for the
+    terminal event alone: waiting for that alone once read a watcher one event short under
+    load. The server's order on one socket is checked by the synchronous test client
+    (tests/explorer/test_explorer_socket.py)."""
 
     def __init__(self, base: str) -> None:
         import socketio
 
-        self.events: list[dict[str, Any]] = []
+        self._events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self.client = socketio.Client(reconnection=False)
         self.client.on("run_event", self._on_event, namespace=NAMESPACE)
@@ -231,7 +248,13 @@ class Watcher:
 
     def _on_event(self, event: dict[str, Any]) -> None:
         with self._lock:
-            self.events.append(event)
+            self._events.append(event)
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """Every event received, by run and index (a duplicate stays, next to its twin)."""
+        with self._lock:
+            return sorted(self._events, key=lambda e: (e["run_id"], e["index"]))
 
     def call(self, name: str, payload: dict[str, Any], timeout: float = 30) -> Any:
         return self.client.call(name, payload, namespace=NAMESPACE, timeout=timeout)
@@ -245,17 +268,20 @@ class Watcher:
         return self.call("subscribe", {"run_id": run_id, "since": since})
 
     def of(self, run_id: str) -> list[dict[str, Any]]:
-        with self._lock:
-            return [e for e in self.events if e["run_id"] == run_id]
+        return [e for e in self.events if e["run_id"] == run_id]
 
     def wait(self, done: Callable[[list[dict[str, Any]]], bool], timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            with self._lock:
-                if done(list(self.events)):
-                    return
+            if done(self.events):
+                return
             time.sleep(0.02)
         raise AssertionError(f"timed out; got {[e['type'] for e in self.events][-20:]}")
+
+    def wait_complete(self, run_id: str, timeout: float = 60) -> list[dict[str, Any]]:
+        """Run `run_id`'s events once its terminal one and all before it have arrived."""
+        self.wait(lambda evs: complete(evs, run_id), timeout)
+        return self.of(run_id)
 
     def close(self) -> None:
         if self.client.connected:

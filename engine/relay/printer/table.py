@@ -197,6 +197,16 @@ class SourceMapTable:
     def node_ids(self) -> np.ndarray:
         return self.rows[:, NODE]
 
+    def nodes_of_layers(self, layers: Iterable[str]) -> dict[str, frozenset[int]]:
+        """For each layer name, the ids of the printed expressions (definitions, not uses of
+        a bound name) whose spans name it."""
+        defs = self.rows[self.rows[:, REF] == 0]
+        found: dict[str, frozenset[int]] = {}
+        for layer in layers:
+            sets = np.array([layer in s for s in self.span_sets] + [False])
+            found[layer] = frozenset(np.unique(defs[sets[defs[:, SPANS]], NODE]).tolist())
+        return found
+
     def span_coverage(self) -> tuple[float, int]:
         """(fraction of the printed computing expressions that carry a span, their number),
         counting as `relay.analysis.span_coverage` does (`COMPUTING_KINDS`): each node

@@ -108,26 +108,50 @@ class NumericsChecker:
 
     def __call__(self, mod: IRModule) -> dict[str, Any]:
         try:
-            outs = flatten_outputs(evaluate(mod, self.inputs))
+            outs = self.outputs(mod)
         except Exception as exc:  # an unevaluable snapshot is a numerics failure, reported
             return {"max_abs_err": None, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        if not any(step is not None for step in self.steps):
-            err, ok = max_abs_error(outs, self.ref_outputs)
-            return {"max_abs_err": err, "ok": ok}
-        return self._quantized(outs)
+        return self.compare(outs)
 
-    def _quantized(self, outs: list[np.ndarray]) -> dict[str, Any]:
-        err, _ = max_abs_error(outs, self.ref_outputs)
+    def outputs(self, mod: IRModule) -> list[np.ndarray]:
+        """The flattened outputs of `mod` on the checker's inputs."""
+        return flatten_outputs(evaluate(mod, self.inputs))
+
+    def compare(self, outs: list[np.ndarray], refs: list[np.ndarray] | None = None
+                ) -> dict[str, Any]:
+        """`outs` against `refs` (default: the imported module's outputs), as `__call__`
+        measures a snapshot: max abs error, and quantization steps on quantized outputs."""
+        refs = self.ref_outputs if refs is None else refs
+        if not any(step is not None for step in self.steps):
+            err, ok = max_abs_error(outs, refs)
+            return {"max_abs_err": err, "ok": ok}
+        return self._quantized(outs, refs)
+
+    def _quantized(self, outs: list[np.ndarray], refs: list[np.ndarray]) -> dict[str, Any]:
+        err, _ = max_abs_error(outs, refs)
         if err is None:
             return {"max_abs_err": None, "ok": False, "max_lsb_err": None}
-        plain = [(o, r) for o, r, s in zip(outs, self.ref_outputs, self.steps) if s is None]
+        plain = [(o, r) for o, r, s in zip(outs, refs, self.steps) if s is None]
         _, plain_ok = max_abs_error([o for o, _ in plain], [r for _, r in plain])
-        lsb = max_step_error(outs, self.ref_outputs, self.steps)
+        lsb = max_step_error(outs, refs, self.steps)
         ok = plain_ok and lsb is not None and lsb <= LSB_TOLERANCE
         return {"max_abs_err": err, "ok": ok, "max_lsb_err": lsb}
 
     def drifted_layers(self, broken: IRModule, limit: int = 50) -> list[str]:
         return drifted_layers(self.reference, broken, self.inputs)[:limit]
+
+    def drifted_between(self, before: IRModule, after: IRModule, limit: int = 50
+                        ) -> list[str]:
+        """The layers whose values drifted from `before` to `after` (one pass's doing)."""
+        return drifted_layers(before, after, self.inputs)[:limit]
+
+    @staticmethod
+    def nodes_naming(mod: IRModule, layers: list[str]) -> list[int]:
+        """Node ids of main's dataflow expressions whose spans name any of `layers`."""
+        wanted = set(layers)
+        order = dataflow_post_order(mod["main"].body)
+        return [node.node_id for node in order if isinstance(node, _DATAFLOW)
+                and wanted.intersection(node.span.source_names())]
 
 
 def _array(value: Any) -> np.ndarray:
@@ -162,13 +186,20 @@ def transformed_taps(order: list[Expr], rank: dict[str, int]) -> dict[str, Expr]
     return taps
 
 
-def _tap_values(mod: IRModule, exprs: list[Expr], inputs: dict[str, Any]) -> list[Any]:
+def tap_values(mod: IRModule, exprs: list[Expr], inputs: dict[str, Any]) -> list[Any]:
+    """The values of `exprs` (dataflow expressions of main's body) on `inputs`."""
     main = mod["main"]
     tapped = Function(main.params, Tuple((main.body, *exprs)), attrs=main.attrs)
     probe = mod.shallow_copy()
     probe["main"] = tapped
     values = evaluate(probe, inputs)
     return list(values)[1:]
+
+
+def dataflow_node(mod: IRModule, node_id: int) -> Expr | None:
+    """The expression of main's dataflow (outside nested functions) with that node id."""
+    order = main_dataflow(mod["main"])
+    return next((node for node in order or () if node.node_id == node_id), None)
 
 
 def drifted_layers(reference: IRModule, broken: IRModule, inputs: dict[str, Any]) -> list[str]:
@@ -182,8 +213,8 @@ def drifted_layers(reference: IRModule, broken: IRModule, inputs: dict[str, Any]
     common = [n for n in ref_taps if n in new_taps][:MAX_TAPS]
     if not common:
         return []
-    ref_vals = _tap_values(reference, [ref_taps[n] for n in common], inputs)
-    new_vals = _tap_values(broken, [new_taps[n] for n in common], inputs)
+    ref_vals = tap_values(reference, [ref_taps[n] for n in common], inputs)
+    new_vals = tap_values(broken, [new_taps[n] for n in common], inputs)
     drifted = []
     for name, a, b in zip(common, ref_vals, new_vals):
         ref, new = flatten_outputs(a), flatten_outputs(b)

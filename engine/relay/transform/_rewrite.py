@@ -26,6 +26,7 @@ from engine.relay.si_builder import SIBuilder
 from engine.relay.type_infer import infer_type
 from engine.runtime.ndarray import NDArray
 from engine.transform.remarks import APPLIED, remark
+from engine.transform.rewrites import allow_rewrite
 
 # --- types ------------------------------------------------------------------------------------
 
@@ -169,7 +170,7 @@ class CallRewriter(ExprMutator):
             return post
         for rule in self.rules_for(call):
             result = rule(call, post)
-            if result is not None:
+            if result is not None and allow_rewrite(call):
                 self.count += 1
                 remark(APPLIED, rule.__name__, f"{rule.__name__} rewrote {op_name(call)}", call)
                 return copy_type(result, call) if self.keep_type else result

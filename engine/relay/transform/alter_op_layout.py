@@ -32,7 +32,7 @@ from engine.relay.si_builder import SIBuilder
 from engine.relay.transform._rewrite import ensure_typed
 from engine.relay.transform.layout_rewrite import LayoutMemorizer, rewrite_layouts
 from engine.relay.transform.pass_infra import function_pass
-from engine.transform import Pass, PassContext, register_pass
+from engine.transform import Pass, PassContext, allow_rewrite, register_pass
 from engine.transform.remarks import APPLIED, op_name, remark
 
 AlterFn = Callable[[Attrs, tuple[Expr, ...], list[Type], Type, str], "Expr | None"]
@@ -127,7 +127,7 @@ class AlterMemorizer(LayoutMemorizer):
         alter = ref_call.op.get_attr("FTVMAlterOpLayout")  # type: ignore[attr-defined]
         new = _call_alter(alter, attrs, args, types, ref_call.checked_type, self.target) \
             if alter else None
-        if new is None:
+        if new is None or not allow_rewrite(ref_call):
             return replace(ref_call, args=args, attrs=attrs)
         if not isinstance(new, Call):
             raise AlterOpLayoutError(

@@ -23,7 +23,7 @@ from engine.ir.op import Op
 from engine.relay.expr_functor import ExprMutator, post_order
 from engine.relay.transform._rewrite import copy_type, merged_span
 from engine.relay.transform.pass_infra import function_pass
-from engine.transform import Pass, PassContext, register_pass
+from engine.transform import Pass, PassContext, allow_rewrite, register_pass
 
 Skip = Callable[[Expr], bool]
 
@@ -92,7 +92,7 @@ class Merger(ExprMutator):
 
     def _dispatch(self, expr: Expr) -> Expr:
         first = self.finder.rep.get(expr)
-        if first is not None:
+        if first is not None and allow_rewrite(expr):
             return self.visit(first)
         new = super()._dispatch(expr)
         members = self.finder.members.get(expr)

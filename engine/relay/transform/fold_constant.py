@@ -29,7 +29,7 @@ from engine.relay.si_builder import SIBuilder
 from engine.relay.transform._rewrite import copy_type, merged_span, static_shape, with_span
 from engine.relay.transform.pass_infra import function_pass
 from engine.runtime.ndarray import NDArray
-from engine.transform import Pass, PassContext, register_pass
+from engine.transform import Pass, PassContext, allow_rewrite, register_pass
 
 NOT_FOLDED = frozenset({"zeros_like", "ones_like", "full_like", "full", "nn.dropout"})
 """Ops never evaluated even with constant inputs (as TVM's FoldConstant)."""
@@ -76,7 +76,8 @@ class ConstantFolder(ExprMutator):
         shape = self._fold_shape(call, post)
         if shape is not None:
             return shape
-        if not self._foldable(post.op) or not all(_is_constant_arg(a) for a in post.args):
+        if not self._foldable(post.op) or not all(_is_constant_arg(a) for a in post.args) \
+                or not allow_rewrite(call):
             return post
         return self._evaluate(post)
 
@@ -94,7 +95,7 @@ class ConstantFolder(ExprMutator):
         shape = static_shape(pre.args[0])
         if shape is None:
             shape = static_shape(post.args[0])
-        if shape is None:
+        if shape is None or not allow_rewrite(pre):
             return None
         dtype = str(post.attrs.get("dtype", "int32") or "int32")
         value = np.array(shape if name == "shape_of" else int(np.prod(shape)), dtype=dtype)
@@ -111,14 +112,16 @@ class ConstantFolder(ExprMutator):
     # --- structure --------------------------------------------------------------------------
     def visit_tuple_getitem(self, item: TupleGetItem) -> Expr:
         post = super().visit_tuple_getitem(item)
-        if isinstance(post, TupleGetItem) and isinstance(post.tuple_value, Tuple):
+        if isinstance(post, TupleGetItem) and isinstance(post.tuple_value, Tuple) \
+                and allow_rewrite(item):
             self.folded += 1
             return post.tuple_value.fields[post.index]
         return post
 
     def visit_if(self, ite: If) -> Expr:
         post = super().visit_if(ite)
-        if not isinstance(post, If) or not isinstance(post.cond, Constant):
+        if not isinstance(post, If) or not isinstance(post.cond, Constant) \
+                or not allow_rewrite(ite):
             return post
         taken = post.true_branch if bool(post.cond.data.numpy().reshape(-1)[0]) \
             else post.false_branch
@@ -131,7 +134,7 @@ class ConstantFolder(ExprMutator):
         node: Expr = let
         while isinstance(node, Let) and node not in self.memo_map:
             value = self.visit(node.value)
-            if isinstance(value, Constant):
+            if isinstance(value, Constant) and allow_rewrite(node):
                 self.memo_map[node.var] = value
                 self.folded += 1
             else:

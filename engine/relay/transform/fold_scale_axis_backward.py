@@ -40,6 +40,7 @@ from engine.relay.transform.fold_scale_axis_util import (
     spans_of,
 )
 from engine.transform.remarks import APPLIED, MISSED, remark
+from engine.transform.rewrites import allow_rewrite
 
 Prep = Callable[[Call, list[Message | None]], Message | None]
 
@@ -142,6 +143,8 @@ def _multiply_transform(folder: BackwardFolder, call: Call, message: Message | N
         refusal = fold_refusal(lhs, rhs, other, msg)
         if refusal is not None:
             remark(MISSED, "backward-fold", f"scale not folded: {refusal}", call)
+            break
+        if not allow_rewrite(call):
             break
         assert lhs is not None and rhs is not None
         folded_span = spans_of(call)

@@ -40,6 +40,7 @@ from engine.relay.transform.fold_scale_axis_util import (
     spans_of,
 )
 from engine.transform.remarks import APPLIED, MISSED, remark
+from engine.transform.rewrites import allow_rewrite
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -137,11 +138,13 @@ class ForwardFolder(ExprMutator):
             return post
         args = [self.scaled.get(a, a) for a in post.args]
         result = rule(self, call, post, args)
-        if result is None:
+        if result is None or (not isinstance(result, Scaled) and not allow_rewrite(call)):
             return post
         if isinstance(result, Scaled):
             self.scaled[post] = result  # consumers may absorb it; others use `post`
             return post
+        remark(APPLIED, "forward-fold", f"scale folded forward into the weights of "
+               f"{op_name(call)}", call)
         return copy_type(result, call)
 
 
@@ -218,8 +221,6 @@ def _absorb(folder: ForwardFolder, post: Call, data: Scaled, ndim: int, axis: in
     span = SIBuilder([post.span, data.span]).CreateSpan()
     weight = scaled_weight(post.args[1], data.scale, ndim, axis, span)
     folder.folded += 1
-    remark(APPLIED, "forward-fold", f"scale folded forward into the weights of "
-           f"{op_name(post)}", post)
     return replace(post, args=(data.value, weight), span=span)
 
 

@@ -32,7 +32,7 @@ from engine.relay.transform._rewrite import copy_type, ensure_typed
 from engine.relay.transform.fuse_ops_graph import IndexedForwardGraph
 from engine.relay.transform.fuse_partition import GraphPartitioner, Group
 from engine.relay.transform.pass_infra import function_pass
-from engine.transform import Pass, PassContext, register_pass
+from engine.transform import Pass, PassContext, allow_rewrite, register_pass
 
 RESHAPE_OPS = frozenset({"reshape", "contrib_reverse_reshape", "squeeze", "expand_dims",
                          "nn.batch_flatten", "reshape_like"})
@@ -73,8 +73,10 @@ class FuseMutator(ExprMutator):
     def transform(self, body: Expr) -> Expr:
         graph = IndexedForwardGraph.create(body)
         groups = GraphPartitioner(self.opt_level, self.max_depth).partition(graph)
+        refused = _refused_groups(graph.post_dfs_order, groups)
         for node, group in zip(graph.post_dfs_order, groups):
-            self.gmap[node.ref] = group
+            root = group.find_root()
+            self.gmap[node.ref] = Group(node.ref, root.pattern) if root in refused else group
         return self.visit(body)
 
     @property
@@ -137,6 +139,17 @@ class FuseMutator(ExprMutator):
         # built without one, compare equal)
         func = Function(tuple(info.params), body, attrs=Attrs(attrs), span=span)
         return Call(func, tuple(info.arguments), span=span)  # typed by the next InferType
+
+
+def _refused_groups(order: list[Any], groups: list[Group]) -> set[Group]:
+    """The groups of several nodes whose fusion `allow_rewrite` refused (asked once each,
+    at the group's root, in post-order); their nodes are made functions one by one."""
+    refused: set[Group] = set()
+    for node, group in zip(order, groups):
+        root = group.find_root()
+        if root.root_ref is node.ref and root.num_nodes > 1 and not allow_rewrite(node.ref):
+            refused.add(root)
+    return refused
 
 
 def _rebuilt(node: Expr, **fields: Any) -> Expr:

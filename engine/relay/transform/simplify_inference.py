@@ -31,7 +31,7 @@ from engine.relay.transform._rewrite import (
     tensor_type,
 )
 from engine.relay.transform.pass_infra import function_pass
-from engine.transform import Pass, PassContext, register_pass
+from engine.transform import Pass, PassContext, allow_rewrite, register_pass
 
 
 def unpack_batch_norm(bn: Call, data_type: TensorType) -> Expr:
@@ -89,6 +89,8 @@ class InferenceSimplifier(CallRewriter):
         if not isinstance(post, TupleGetItem) or post.index != 0:
             return post
         producer, pre_producer = post.tuple_value, item.tuple_value
+        if not allow_rewrite(item):
+            return post
         if is_op(producer, "nn.dropout"):
             self.count += 1
             return producer.args[0]  # type: ignore[attr-defined]

@@ -3,8 +3,11 @@
 import { api } from "../api.js";
 import { errorBox, h, replace } from "../dom.js";
 import { EventHub, TOPIC } from "../hub.js";
+import { CompareRunsPane } from "../panes/compare.js";
+import { DebuggerPane } from "../panes/debugger.js";
 import { DiffPane } from "../panes/diff.js";
 import { LayersPane } from "../panes/layers.js";
+import { NumericsBanner, TensorPane, numericsBreak } from "../panes/numerics.js";
 import { OptionsPane } from "../panes/options.js";
 import { PassDebugPane } from "../panes/pass-debug.js";
 import { PinShapes, symbolicInputs } from "../panes/pin-shapes.js";
@@ -18,7 +21,7 @@ import { RunStream, request } from "../run-stream.js";
 import { splitter } from "../splitter.js";
 import { UrlState } from "../url-state.js";
 
-const TABS = [["model", "Model"], ["diff", "IR diff"], ["schedules", "Schedules"]];
+const TABS = [["model", "Model"], ["diff", "IR diff"], ["schedules", "Schedules"], ["compare", "Compare runs"]];
 
 export class SessionPage {
   constructor(root, sessionId) {
@@ -32,6 +35,7 @@ export class SessionPage {
     this.pending = { pass: this.url.getInt(K.PASS), node: this.url.getInt(K.NODE),
       left: this.url.getInt(K.LEFT), right: this.url.getInt(K.RIGHT), layer: this.url.get(K.LAYER) };
     this.ctx = {
+      sessionId,
       url: this.url,
       runId: () => this.stream?.model.runId ?? null,
       startRun: (options) => this.startRun(options),
@@ -66,11 +70,15 @@ export class SessionPage {
     this.banner = h("div.banner", { "aria-live": "assertive" });
     this.options = new OptionsPane(this.hub, this.ctx);
     this.timeline = new TimelinePane(this.hub, this.ctx);
+    this.debugger = new DebuggerPane(this.hub, this.ctx);
+    this.compare = new CompareRunsPane(this.hub, this.ctx);
     this.diff = new DiffPane(this.hub, this.ctx);
     this.summary = new SummaryPane(this.hub, this.ctx);
     this.schedules = new SchedulesPane(this.hub, this.ctx);
     this.provenance = new ProvenancePane(this.hub, this.ctx);
     this.layers = new LayersPane(this.hub, this.ctx);
+    this.numerics = new NumericsBanner(this.hub, this.ctx);
+    this.tensor = new TensorPane(this.hub, this.ctx);
     this.passDebug = new PassDebugPane(this.hub, this.ctx);
     this.tabBar = h("div.tabs", { role: "tablist" },
       this.columnToggle("left", "◧", "Show or hide the passes column"),
@@ -98,14 +106,19 @@ export class SessionPage {
       this.runsStatus.el, this.status, this.exportLink, rename, remove);
     this.pinRow = h("div.pin-row");
     this.pinShapes = new PinShapes(this.pinRow);
-    replace(this.root, bar, h("div.options-row", {}), this.pinRow, this.banner, this.workspace);
+    const numericsRow = h("div.numerics-row");
+    replace(this.root, bar, h("div.options-row", {}), this.pinRow, this.banner, numericsRow, this.workspace);
+    this.numerics.mount(numericsRow);
     this.options.mount(this.root.querySelector(".options-row"));
+    this.debugger.mount(left);
     this.timeline.mount(left);
+    this.compare.mount(this.tabBodies.compare);
     this.summary.mount(this.tabBodies.model);
     this.diff.mount(this.tabBodies.diff);
     this.schedules.mount(this.tabBodies.schedules);
     this.provenance.mount(right);
     this.layers.mount(right);
+    this.tensor.mount(right);
     this.passDebug.mount(right);
   }
 
@@ -150,6 +163,7 @@ export class SessionPage {
     this.meta.textContent = `${session.format} · ${session.num_layers ?? graph?.layers?.length ?? 0} layers`;
     this.summary.update(this.data);
     this.layers.update(graph);
+    this.debugger.setLayers((graph?.layers ?? []).map((l) => l.name));
     this.pinShapes.update(session);
     this.options.setSymbolic(symbolicInputs(session).length > 0);
   }
@@ -174,6 +188,7 @@ export class SessionPage {
     for (const [key, body] of Object.entries(this.tabBodies)) body.hidden = key !== name;
     for (const t of this.tabBar.children) t.setAttribute("aria-selected", String(t.dataset.tab === name));
     this.schedules.setActive(name === "schedules");
+    this.compare.setActive(name === "compare");
     this.url.patch({ [K.TAB]: name === "diff" ? null : name });
   }
 
@@ -195,7 +210,8 @@ export class SessionPage {
     replace(this.banner);
     this.options.setRunning(true);
     try {
-      const reply = await request(C2S.START_RUN, { session_id: this.sessionId, options });
+      const reply = await request(C2S.START_RUN, { session_id: this.sessionId, options,
+        breakpoints: this.debugger.current() });
       if (reply?.error) throw Object.assign(new Error(reply.error.message), reply.error);
       this.pending = {};
       this.openRun(reply.run_id, { resetView: true });
@@ -231,6 +247,7 @@ export class SessionPage {
   runChanged(model) {
     this.options.setRunning(!model.finished);
     this.status.dataset.status = model.status;
+    this.status.dataset.numerics = numericsBreak(model) ? "broken" : "";
     this.status.textContent = statusText(model);
     this.hub.emit(TOPIC.RUN_CHANGED, model);
     this.options.offerRunPasses(model.leafRows().map((r) => r.name));
@@ -318,11 +335,14 @@ export class SessionPage {
 
 function statusText(model) {
   if (model.status === "running") {
+    if (model.paused) return `paused ${model.paused.when} ${model.paused.name}`;
     const running = model.runningPass();
     return model.build === "running" ? "building…" : running ? `running ${running.name}…` : "running…";
   }
   const s = model.summary;
   if (model.status === "failed") return `failed${model.failure?.pass ? ` in ${model.failure.pass}` : ""}`;
   if (!s) return model.status;
-  return `${model.status} · ${s.num_passes ?? model.rows().length} passes, ${s.num_changed ?? "?"} changed`;
+  const broken = numericsBreak(model);
+  const numerics = broken ? ` · numerics broke in ${broken.name}` : "";
+  return `${model.status} · ${s.num_passes ?? model.rows().length} passes, ${s.num_changed ?? "?"} changed${numerics}`;
 }

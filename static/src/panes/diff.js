@@ -11,6 +11,7 @@ import { snapshotLabel } from "../protocol.js";
 import { Pane } from "../pane.js";
 import { functionsOf, scopeChoices, scopeText } from "../scope.js";
 import { highlightsFor, sourceIndexOf } from "../sourcemap.js";
+import { driftRanges, numericsBreak } from "./numerics.js";
 import { quantExtensions } from "../quant.js";
 import { paintRemarks, placeRemarks, remarkGutter } from "../remarks.js";
 
@@ -108,7 +109,10 @@ export class DiffPane extends Pane {
     this.onDestroy(() => document.removeEventListener("click", closeMenus));
     this.listen(TOPIC.COMPARE, (c) => this.compare(c));
     this.listen(TOPIC.RUN_RESET, () => this.reset());
-    this.listen(TOPIC.RUN_CHANGED, (model) => this.fillChoices(model));
+    this.listen(TOPIC.RUN_CHANGED, (model) => {
+      this.fillChoices(model);
+      this.setDrifted(numericsBreak(model)?.layers ?? []);
+    });
     this.listen(TOPIC.EXPR_SELECTED, (sel) => this.select(sel, sel?.origin !== "click"));
     this.listen(TOPIC.LAYER_SELECTED, (sel) => this.select(sel ? { layer: sel.name } : null, true));
     this.listen(TOPIC.REMARKS, (r) => { this.remarks = r; this.showRemarks(); });
@@ -434,25 +438,35 @@ export class DiffPane extends Pane {
     this.paint(scroll);
   }
 
+  /** The drifted layers (numerics) to underlay in both texts. */
+  setDrifted(layers) {
+    const key = layers.join("\n");
+    if (key === (this.drifted ?? []).join("\n")) return;
+    this.drifted = layers;
+    this.paint(false);
+  }
+
   paint(scroll) {
     if (!this.view) return;
     const counts = {};
     for (const s of SIDES) {
-      const hl = this.inScope(s, highlightsFor(this.indexes[s], this.selection));
+      const found = highlightsFor(this.indexes[s], this.selection);
+      const hl = this.inScope(s, { ...found, drift: driftRanges(this.indexes[s], this.drifted) });
       paintHighlights(this.view[s], hl, scroll);
       counts[s] = hl.primary.length + hl.related.length;
     }
     this.root.dataset.highlightsA = String(counts.a);
     this.root.dataset.highlightsB = String(counts.b);
+    this.root.dataset.drifted = String(this.drifted?.length ?? 0);
   }
 
   /** Highlight ranges of the whole module moved into the shown (scoped) text. */
-  inScope(s, { primary, related }) {
+  inScope(s, { primary, related, drift = [] }) {
     const { offset = 0, text } = this.shown?.[s] ?? {};
-    if (!offset && text === this.snapshots[s]?.text) return { primary, related };
+    if (!offset && text === this.snapshots[s]?.text) return { primary, related, drift };
     const move = (ranges) => ranges.map((r) => ({ from: r.from - offset, to: r.to - offset }))
       .filter((r) => r.from >= 0 && r.to <= text.length);
-    return { primary: move(primary), related: move(related) };
+    return { primary: move(primary), related: move(related), drift: move(drift) };
   }
 
   /** Entry of a node id in the shown snapshots, preferring `side`. */

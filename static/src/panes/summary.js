@@ -49,5 +49,7 @@ function runsTable(runs, ctx) {
       h("td.num", {}, String(r.num_passes ?? "")),
       h("td.num", {}, String(r.num_changed ?? "")),
       h("td.num", {}, formatMs(r.total_ms)),
-      h("td", {}, r.first_numerics_break ? `drift from ${r.first_numerics_break}` : "")))));
+      h("td", { dataset: { numerics: r.first_numerics_break ? "broken" : "" } }, r.first_numerics_break
+        ? `broke in ${r.first_numerics_break}${r.drifted_layers?.length ? ` (${r.drifted_layers.slice(0, 3).join(", ")})` : ""}`
+        : "")))));
 }

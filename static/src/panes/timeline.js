@@ -4,6 +4,7 @@ import { formatMs, formatPercent, h, replace } from "../dom.js";
 import { TOPIC } from "../hub.js";
 import { Pane } from "../pane.js";
 import { lsbText, numericsTitle } from "../quant.js";
+import { numericsBreak, numericsState } from "./numerics.js";
 
 export class TimelinePane extends Pane {
   render() {
@@ -28,7 +29,9 @@ export class TimelinePane extends Pane {
       this.list,
       h("div.pane-footer.legend", {},
         h("span.marker.changed"), " changed  ", h("span.marker.unchanged"), " unchanged  ",
-        h("span.num-ok", {}, "✓"), " numerics ok  ", h("span.num-bad", {}, "✗"), " drift"));
+        h("span.num-ok", { title: "numerics ok" }, "✓"), " ok  ",
+        h("span.num-bad.num-introduced", { title: "this pass broke numerics" }, "✗"), " broke  ",
+        h("span.num-bad.num-inherited", { title: "wrong since an earlier pass" }, "✗"), " inherited"));
   }
 
   afterMount() {
@@ -38,6 +41,22 @@ export class TimelinePane extends Pane {
     this.listen(TOPIC.RUN_RESET, () => this.reset());
     this.listen(TOPIC.RUN_CHANGED, (model) => { this.model = model; this.refresh(); });
     this.listen(TOPIC.PASS_SELECTED, ({ passIndex }) => this.markSelected(passIndex));
+    this.breakBefore = new Set();
+    this.listen(TOPIC.BREAKPOINTS, ({ breakpoints }) => {
+      this.breakBefore = new Set(breakpoints.filter((b) => b.kind === "before").map((b) => b.target));
+      this.refresh();
+    });
+  }
+
+  /** The row's ● toggles a breakpoint before every pass of that name (explorer/runs/breakpoints.py). */
+  breakpointDot(row) {
+    const on = this.breakBefore.has(row.name);
+    return h("button.bp-toggle", { type: "button", "aria-pressed": String(on), "data-testid": "bp-toggle",
+      title: `${on ? "Remove the" : "Add a"} breakpoint before ${row.name}`, "aria-label": `Breakpoint before ${row.name}`,
+      on: { click: (e) => {
+        e.stopPropagation();
+        this.hub.emit(TOPIC.BREAKPOINT_TOGGLE, { kind: "before", target: row.name });
+      } } });
   }
 
   reset() {
@@ -67,6 +86,7 @@ export class TimelinePane extends Pane {
         this.rowEls.set(row.pass_index, el);
       }
       fillRow(el, row, maxMs);
+      el.prepend(this.breakpointDot(row));
       el.hidden = (hide && row.changed === false) || (query && !row.name.toLowerCase().includes(query));
       el.setAttribute("aria-selected", String(row.pass_index === this.selected));
       if (el.previousSibling !== prev || el.parentNode !== this.list) {
@@ -104,6 +124,7 @@ export class TimelinePane extends Pane {
     this.progressBar.style.width = fraction === null ? "30%" : `${(fraction * 100).toFixed(1)}%`;
     this.progressBar.classList.toggle("indeterminate", fraction === null);
     this.root.dataset.status = model.status;
+    this.root.dataset.numerics = numericsBreak(model) ? "broken" : "";
     const count = planned ? `${done}/${planned}` : `${done}`;
     this.root.dataset.queued = model.queued ? "true" : "false";
     this.progressText.textContent = model.queueLabel?.() ?? (model.finished
@@ -185,6 +206,7 @@ function fillRow(el, row, maxMs) {
     : row.changed ? "changed" : "unchanged";
   el.dataset.state = row.state;
   el.dataset.changed = String(Boolean(row.changed));
+  el.dataset.numerics = numericsState(row.numerics);
   el.classList.toggle("container", row.leaf === false);
   el.style.setProperty("--depth", String(row.depth ?? 0));
   el.title = rowTitle(row);
@@ -209,11 +231,19 @@ function buildState(b, model) {
 function numericsCell(row) {
   const n = row.numerics;
   if (!n) return h("span.pass-num", {}, "");
-  const title = numericsTitle(n);
+  const state = numericsState(n);
+  const step = n.step_max_abs_err === undefined ? null
+    : `against the module before this pass: max |err| ${n.step_max_abs_err ?? "not measurable"}`;
+  const title = [numericsTitle(n), step, STATE_TITLES[state]].filter(Boolean).join("\n");
   const lsb = n.max_lsb_err === undefined || n.max_lsb_err === null ? null : lsbText(n.max_lsb_err);
-  return h(`span.pass-num.${n.ok ? "num-ok" : "num-bad"}`, { title, dataset: lsb ? { lsb: String(n.max_lsb_err) } : {} },
+  return h(`span.pass-num.${n.ok ? "num-ok" : "num-bad"}.num-${state}`, { title, dataset: lsb ? { lsb: String(n.max_lsb_err) } : {} },
     n.ok ? "✓" : "✗", lsb && n.max_lsb_err > 0 ? h("span.pass-lsb", {}, ` ${lsb}`) : null);
 }
+
+const STATE_TITLES = {
+  introduced: "this pass broke numerics (against the module before it)",
+  inherited: "wrong since an earlier pass; this pass adds nothing beyond tolerance",
+};
 
 function rowTitle(row) {
   const parts = [`#${row.pass_index} ${row.name}`];

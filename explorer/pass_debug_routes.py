@@ -13,7 +13,7 @@ from explorer.extensions import services
 from explorer.protocol import bad_request
 from explorer.runs.replay import ReproJob, recorded_pass, reproducer_zip, safe_name
 
-bp = Blueprint("debug", __name__)
+bp = Blueprint("pass_debug", __name__)
 
 
 @bp.get("/api/runs/<rid>/passes/<int:index>/reproducer")
