@@ -16,6 +16,8 @@ import inspect
 import io
 import json
 import re
+import sys
+import sysconfig
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -106,7 +108,7 @@ def make_reproducer(store: Store, sessions: SessionService, job: ReproJob,
     session = store.session(store.run(job.run_id)["session_id"])
     spec = compiler.PassSpec(
         name, ctx.opt_level, tuple(ctx.required_pass), tuple(ctx.disabled_pass),
-        _json_config(ctx.config), _plugin_sources(job.plugins),
+        _json_config(ctx.config), _plugin_sources(job.plugins), _beside_plugins(job.plugins),
         title=f"{name}, pass {job.pass_index} of run {job.run_id} ({session['name']})")
     with tempfile.TemporaryDirectory(prefix="explorer-repro-") as tmp:
         folder = Path(tmp) / "reproducer"
@@ -135,6 +137,26 @@ def _plugin_sources(names: tuple[str, ...]) -> dict[str, str]:
     import importlib
 
     return {name: inspect.getsource(importlib.import_module(name)) for name in names}
+
+
+def _beside_plugins(names: tuple[str, ...]) -> dict[str, str]:
+    """module name -> source of the user's own top-level modules loaded here besides the
+    plugins (a plugin's helpers, which it imports by name): single-file modules from
+    outside the Python installation, the plugins themselves aside."""
+    if not names:
+        return {}
+    installed = tuple(str(Path(p).resolve()) for key in ("stdlib", "platstdlib", "purelib",
+                                                          "platlib")
+                      if (p := sysconfig.get_paths().get(key)))
+    found = {}
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if "." in name or name.startswith("_") or name in names or not path \
+                or not path.endswith(".py") or path.endswith("__init__.py"):
+            continue
+        if not str(Path(path).resolve()).startswith(installed):
+            found[name] = Path(path).read_text()
+    return found
 
 
 def safe_name(name: str) -> str:

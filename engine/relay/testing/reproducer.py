@@ -10,6 +10,7 @@ checkout (the repository on PYTHONPATH, nothing else):
     pass.json                  the pass, its PassContext (opt level, required and disabled
                                passes, config) and the plugin modules to import
     plugins/*.py               the source of those plugin modules (they register passes)
+                               and of the modules beside them that they import
     test_reproducer.py         pytest: the pass still rewrites as recorded, and its
                                result computes the expected outputs
 
@@ -50,6 +51,7 @@ class PassSpec:
     disabled_pass: tuple[str, ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
     plugins: Mapping[str, str] = field(default_factory=dict)  # module name -> source
+    support: Mapping[str, str] = field(default_factory=dict)  # modules the plugins import
     seed: int = 0
     title: str = ""
 
@@ -97,7 +99,7 @@ def write_reproducer(before: IRModule, spec: PassSpec, folder: Path,
     makes the same code (`matches_recorded`; None when not given)."""
     folder.mkdir(parents=True, exist_ok=True)
     plugins = folder / "plugins"
-    for name, source in spec.plugins.items():
+    for name, source in {**spec.support, **spec.plugins}.items():
         plugins.mkdir(exist_ok=True)
         (plugins / f"{name}.py").write_text(source)
     (folder / SPEC_FILE).write_text(json.dumps(spec.to_json(), indent=2) + "\n")
