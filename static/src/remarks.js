@@ -1,8 +1,9 @@
 // Optimization remarks in a Relay editor: a gutter marker at the line of each expression a
-// pass remarked on (✗ missed, ✓ applied, • analysis; its title lists them) and a short note
-// at the end of that line. Clicking a marker selects the expression (`onPick(pos)`).
+// pass remarked on (✗ missed, ✓ applied, • analysis) and that line marked at its left edge,
+// both titled with the remarks (the line keeps its width: nothing is added to the text).
+// Clicking a marker selects the expression (`onPick(pos)`).
 import { RangeSet, StateEffect, StateField } from "@codemirror/state";
-import { Decoration, EditorView, GutterMarker, WidgetType, gutter } from "@codemirror/view";
+import { Decoration, EditorView, GutterMarker, gutter } from "@codemirror/view";
 
 const setRemarks = StateEffect.define();
 const GLYPH = { missed: "✗", applied: "✓", analysis: "•" };
@@ -36,37 +37,16 @@ class RemarkMarker extends GutterMarker {
   }
 }
 
-class RemarkNote extends WidgetType {
-  constructor(remarks) {
-    super();
-    this.remarks = remarks;
-  }
-
-  eq(other) { return other.remarks === this.remarks; }
-
-  toDOM() {
-    const el = document.createElement("span");
-    const kind = lineKind(this.remarks);
-    el.className = `cm-remark-note cm-remark-${kind}`;
-    const first = this.remarks.find((r) => r.kind === kind);
-    const more = this.remarks.length > 1 ? ` (+${this.remarks.length - 1})` : "";
-    el.textContent = `${GLYPH[kind]} ${first.rule}: ${first.message}${more}`;
-    el.title = this.remarks.map(remarkText).join("\n");
-    el.dataset.testid = "remark-note";
-    return el;
-  }
-}
-
-const EMPTY = { markers: RangeSet.empty, notes: Decoration.none };
+const EMPTY = { markers: RangeSet.empty, lines: Decoration.none };
 
 const remarkField = StateField.define({
   create: () => EMPTY,
   update(value, tr) {
-    let next = tr.docChanged ? { markers: value.markers.map(tr.changes), notes: value.notes.map(tr.changes) } : value;
+    let next = tr.docChanged ? { markers: value.markers.map(tr.changes), lines: value.lines.map(tr.changes) } : value;
     for (const effect of tr.effects) if (effect.is(setRemarks)) next = effect.value;
     return next;
   },
-  provide: (field) => EditorView.decorations.from(field, (v) => v.notes),
+  provide: (field) => EditorView.decorations.from(field, (v) => v.lines),
 });
 
 /** Extensions of an editor that shows remarks; `onPick(pos)` on a marker click. */
@@ -115,11 +95,13 @@ export function placeRemarks(index, remarks, offset, length) {
 export function paintRemarks(view, placed) {
   const doc = view.state.doc;
   const markers = [];
-  const notes = [];
+  const lines = [];
   for (const p of placed) {
     const line = doc.lineAt(Math.min(p.from, doc.length));
     markers.push(new RemarkMarker(p.remarks, p.from).range(line.from));
-    notes.push(Decoration.widget({ widget: new RemarkNote(p.remarks), side: 1 }).range(line.to));
+    const kind = lineKind(p.remarks);
+    lines.push(Decoration.line({ class: `cm-remark-line cm-remark-line-${kind}`,
+      attributes: { title: p.remarks.map(remarkText).join("\n"), "data-remark-kind": kind } }).range(line.from));
   }
-  view.dispatch({ effects: setRemarks.of({ markers: RangeSet.of(markers, true), notes: Decoration.set(notes, true) }) });
+  view.dispatch({ effects: setRemarks.of({ markers: RangeSet.of(markers, true), lines: Decoration.set(lines, true) }) });
 }
