@@ -19,6 +19,7 @@ const options = {
   entryPoints: {
     main: "static/src/main.js",
     "diff-worker": "static/src/diff-worker.js",
+    "graph-layout-worker": "static/src/graph/layout-worker.js",
   },
   outdir,
   bundle: true,

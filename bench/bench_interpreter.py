@@ -1,28 +1,37 @@
 #!/usr/bin/env python3
-"""Interpreter benchmark: ResNet-50 and BERT-2 forward time vs onnxruntime.
+"""Interpreter benchmark: ResNet-50, MobileNetV2 and BERT-2 forward time vs onnxruntime.
 
 Both run the same ONNX files from bench/make_models.py on the same seeded
-inputs: onnxruntime directly, our interpreter on the module the ONNX frontend
-imports. If the frontend cannot import a model, the relay-built workload from
-engine.relay.testing is timed instead (and the row says so). Prints a table and
-appends it to bench/results/interpreter.md with the machine description.
+inputs, with one thread each (onnxruntime's intra- and inter-op pools and
+numpy's OpenBLAS; set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS in the
+environment to change it): onnxruntime directly, our interpreter on the module
+the ONNX frontend imports. Goals: MobileNetV2 <= 2.5x onnxruntime (depthwise
+convolutions as fast as dense ones), ResNet-50 <= 1.6x. If the frontend cannot
+import a model, the relay-built workload from engine.relay.testing is timed
+instead (and the row says so). Prints a table and appends it to
+bench/results/interpreter.md with the machine description.
 
-    .venv/bin/python bench/bench_interpreter.py [--repeat 5]
+    .venv/bin/python bench/bench_interpreter.py [--repeat 5] [--models resnet50,mobilenetv2]
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import os
-import platform
-import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
-import numpy as np
+# Before numpy loads OpenBLAS: its thread pool is sized once, at import.
+THREADS = int(os.environ.setdefault("OPENBLAS_NUM_THREADS",
+                                    os.environ.setdefault("OMP_NUM_THREADS", "1")))
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -71,7 +80,9 @@ def onnx_inputs(path: Path) -> dict[str, np.ndarray]:
 def ort_runner(path: Path, feeds: dict[str, np.ndarray]) -> Callable[[], Any]:
     import onnxruntime as ort
 
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = THREADS
+    sess = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     return lambda: sess.run(None, feeds)
 
 
@@ -94,10 +105,11 @@ def engine_runner(name: str, path: Path, feeds: dict[str, np.ndarray]
 
 
 def relay_built(name: str) -> Callable[[], Any]:
-    from engine.relay.testing import bert, resnet
+    from engine.relay.testing import bert, mobilenet, resnet
 
-    if name == "resnet50":
-        mod, params = resnet.get_workload(num_layers=50)
+    if name in ("resnet50", "mobilenetv2"):
+        mod, params = (resnet.get_workload(num_layers=50) if name == "resnet50"
+                       else mobilenet.get_workload())
         data = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype("float32")
         inputs: dict[str, Any] = {"data": data, **params}
     else:
@@ -126,7 +138,7 @@ def machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--models", default="resnet50,bert2")
+    parser.add_argument("--models", default="resnet50,mobilenetv2,bert2")
     args = parser.parse_args(argv)
     import onnxruntime
 
@@ -144,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
              for n, s, a, b, c, d, r in rows]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     text = (f"\n## {stamp}\n\nMachine: {machine()}; onnxruntime {onnxruntime.__version__}; "
-            f"{args.repeat} timed runs after one warm-up.\n\n{header}\n" + "\n".join(lines) + "\n")
+            f"{THREADS} thread(s) each; {args.repeat} timed runs after one warm-up.\n\n"
+            f"{header}\n" + "\n".join(lines) + "\n")
     print(text)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     if not RESULTS.exists():

@@ -9,7 +9,8 @@ text + source map, stored) + build with schedule records (bench/_ours.py, one su
 per run). TVM 0.27 (Relax): `relax.frontend.onnx.from_onnx` + `relax.get_pipeline("zero")`
 with a pass_instrument keeping `mod.script()` after every pass, + `tvm.compile` (llvm)
 (bench/tvm_worker.py in .venv-tvm). Medians over `--repeat` runs; peak RSS per process.
-Goal: ours at most half of TVM's time for the recorded pipeline.
+Goals: ours at most half of TVM's time for the recorded pipeline, and for BERT-12 at most
+half of TVM's total (import + pipeline + build).
 """
 
 from __future__ import annotations
@@ -33,11 +34,15 @@ from _common import (
 
 MODELS = ("resnet50", "mobilenetv2", "bert12")
 QUICK_MODELS = ("mlp", "mobilenetv2")
-STAGES = ("import_s", "pipeline_s", "record_s", "build_s", "total_s", "peak_rss_mb")
+STAGES = ("import_s", "pipeline_s", "record_s", "build_s", "total_s", "peak_rss_mb",
+          "import_cpu_s", "pipeline_cpu_s")
+TOTAL_GOAL_MODELS = ("bert12",)
+"""Models whose whole run (import + recorded pipeline + build) must take at most half of
+TVM's (issue 21); the recorded pipeline's goal holds for every model."""
 COLUMNS = ("model", "side", "status", "import_s", "pipeline_s", "record_s", "build_s",
            "total_s", "peak_rss_mb", "passes", "snapshots", "snapshot_mb")
 RATIO_COLUMNS = ("model", "recorded pipeline ours/tvm", "import+pipeline ours/tvm",
-                 "total ours/tvm", "goal (<= 0.5) met")
+                 "total ours/tvm", "goal (<= 0.5) met", "total goal (<= 0.5) met")
 
 
 def ours_cmd(path: Path, disabled: str | None) -> list[str]:
@@ -99,11 +104,16 @@ def ratios(ours: Row, tvm: Row) -> Row:
         a, b = row.get("import_s"), row.get("pipeline_s")
         return a + b if isinstance(a, int | float) and isinstance(b, int | float) else None
 
+    def met(value: float | None) -> str | None:
+        return None if value is None else ("yes" if value <= 0.5 else "no")
+
     pipe = ratio(ours.get("pipeline_s"), tvm.get("pipeline_s"))
+    total = ratio(ours.get("total_s"), tvm.get("total_s"))
     return {"model": ours["model"], "recorded pipeline ours/tvm": pipe,
             "import+pipeline ours/tvm": ratio(both(ours), both(tvm)),
-            "total ours/tvm": ratio(ours.get("total_s"), tvm.get("total_s")),
-            "goal (<= 0.5) met": None if pipe is None else ("yes" if pipe <= 0.5 else "no")}
+            "total ours/tvm": total, "goal (<= 0.5) met": met(pipe),
+            "total goal (<= 0.5) met": met(total) if ours["model"] in TOTAL_GOAL_MODELS
+            else "n/a"}
 
 
 def notes_for(rows: list[Row]) -> list[str]:

@@ -18,6 +18,7 @@ from flask_socketio import SocketIO
 from explorer.extensions import Explorer, ExplorerExtension, services
 from explorer.guard import AccessGuard, same_origin
 from explorer.protocol import NAMESPACE
+from explorer.uploads import UploadRequest
 
 DEFAULT_MAX_UPLOAD = 512 * 1024 * 1024
 SOCKET_MESSAGE_LIMIT = 1024 * 1024
@@ -42,6 +43,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
                             ACCESS_TOKEN=None, MAX_DATA_BYTES=None)
     if test_config:
         app.config.update(test_config)
+    app.request_class = UploadRequest  # uploads written once, into the store (uploads.py)
     socketio = SocketIO(async_mode="threading", cors_allowed_origins=same_origin)
     socketio.init_app(app, max_http_buffer_size=SOCKET_MESSAGE_LIMIT)
     app.wsgi_app = AccessGuard(app.wsgi_app, app.config)  # type: ignore[method-assign]

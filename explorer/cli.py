@@ -175,7 +175,7 @@ def _first_page(app: Any, args: argparse.Namespace) -> str:
         sessions = SessionService(store, data_dir / "models",
                                   data_limit=lambda: app.config.get("MAX_DATA_BYTES"))
         if args.model is not None:
-            session = sessions.create(args.model.name, args.model.read_bytes())
+            session = sessions.open_local(args.model)  # in place, not copied
         else:
             session = demo_session(sessions, data_dir)
         # a session with no run starts one on first open (the page's autorun)
@@ -313,8 +313,10 @@ def _run_here(args: argparse.Namespace, store: Store, models: Path, sink: Termin
     hub.add_sink(sink)
     sessions = SessionService(store, models)
     manager = RunManager(store, hub, sessions, config=RunConfig(plugins=tuple(args.plugin)))
-    session = sessions.create(args.model.name, compiler.model_bytes(args.model),
-                              parse_input_shapes(args.input_shapes))
+    shapes = parse_input_shapes(args.input_shapes)
+    inlined = compiler.relay_with_constants(args.model)
+    session = (sessions.open_local(args.model, shapes) if inlined is None
+               else sessions.create(args.model.name, inlined, shapes))
     options = _options(args)
     manager.validate(options)
     run_id = manager.start_sync(session["id"], options, gate)

@@ -26,6 +26,7 @@ from engine.relay.backend.build_module import (
     build_passes,
     codegen,
 )
+from engine.relay.backend.kernel_source import kernel_source, relower
 from engine.relay.printer import SourceMapTable, print_ir
 from engine.relay.qnn import transform as qnn_transform  # registers qnn.CanonicalizeOps
 from engine.relay.testing.numerics import NumericsChecker, dataflow_node, make_inputs, tap_values
@@ -46,8 +47,8 @@ ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.rel
 once; one that cannot be imported is skipped there)."""
 
 __all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext", "dataflow_node", "make_inputs", "tap_values", "bind_params", "check_types",
-           "PassInstrument", "PassSpec", "SourceMapTable", "compile_module", "frame_remarks", "load_model", "model_bytes", "model_inputs",
-           "kernels", "pass_context", "plan", "print_snapshot", "qnn_transform", "registered_passes", "run_passes", "transform", "write_reproducer"]
+           "PassInstrument", "PassSpec", "SourceMapTable", "compile_module", "frame_remarks", "load_model", "model_inputs",
+           "kernel_source", "kernel_steps", "kernels", "pass_context", "plan", "print_snapshot", "qnn_transform", "registered_passes", "relay_with_constants", "run_passes", "transform", "write_reproducer"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -71,14 +72,18 @@ class Compiled:
 
 
 # --- import ----------------------------------------------------------------------------------
-def load_model(path: Path, shapes: dict[str, list[int]] | None) -> Imported:
+def load_model(path: Path, shapes: dict[str, list[int]] | None,
+               trusted: bool = False) -> Imported:
     """Import a model file (ONNX, TFLite, PyTorch .pt2 or Relay text, told apart by the
     engine from its content). Failures are the engine's typed errors (CorruptModelError,
     ParseError, UnsupportedOperatorError, ...). The engine numbers the module's nodes
     deterministically (`numbered_from`): the same file imported in two fresh worker
-    processes (the upload's probe, the run's worker) has the same node ids."""
-    with numbered_from():  # an upload brings no other file: external data is refused
-        result = relay.frontend.load(str(path), shape=shapes, external_data=False)
+    processes (the upload's probe, the run's worker) has the same node ids. Big ONNX
+    weights stay in the file (memory-mapped constants); an upload brings no other file
+    (external data refused), a `trusted` one (a path the user named) reads its own
+    folder's external data."""
+    with numbered_from():
+        result = relay.frontend.load(str(path), shape=shapes, external_data=trusted)
     return Imported(result.mod, dict(result.params or {}), model_format(str(result.format)),
                     graph_json(result.graph), list(result.warnings or []))
 
@@ -150,14 +155,13 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def model_bytes(path: Path) -> bytes:
-    """A model file's bytes; Relay text with its constants beside it (`NAME.npz`, as a
-    reproducer ships them) comes back self-contained, the constants inlined."""
-    data = path.read_bytes()
+def relay_with_constants(path: Path) -> bytes | None:
+    """Relay text with its constants beside it (`NAME.relay` + `NAME.npz`, as a reproducer
+    ships them) as one self-contained text, the constants inlined; None for other files."""
     constants = path.with_suffix(".npz")
     if path.suffix.lower() != ".relay" or not constants.exists():
-        return data
-    return with_metadata(data.decode(), read_constants(constants)).encode()
+        return None
+    return with_metadata(path.read_text(), read_constants(constants)).encode()
 
 
 # --- printing --------------------------------------------------------------------------------
@@ -220,6 +224,12 @@ def plan(stages: Sequence[transform.Pass], ctx: PassContext) -> list[PlannedPass
                 for stage in stages for step in transform.plan(stage, ctx)]
     except transform.PassNotFoundError:
         return None
+
+
+def kernel_steps(source: str, name: str) -> list[Any]:
+    """The schedule steps (engine ScheduleSteps) of a kernel from its `kernel_source`."""
+    with PassContext(config={KEEP_SCHEDULE_RECORD: True}):
+        return relower(source, TARGET, name).steps()
 
 
 def kernels(lib: GraphExecutorFactoryModule) -> list[tuple[int, Any]]:

@@ -22,6 +22,7 @@ from explorer.hub import EventHub
 from explorer.protocol import NAMESPACE, RUN_EVENT, RUN_FAILED, RunEvent, run_failed
 from explorer.queries import SnapshotIndexCache
 from explorer.runs.config import RunConfig
+from explorer.runs.kernel_steps import KernelSteps
 from explorer.runs.manager import RunManager
 from explorer.runs.probe import isolated_inspector
 from explorer.sessions import SessionService
@@ -39,6 +40,7 @@ class Explorer:
     socketio: SocketIO
     snapshots: SnapshotIndexCache
     data_dir: Path
+    kernel_steps: KernelSteps
 
 
 def run_room(run_id: str) -> str:
@@ -98,7 +100,8 @@ def _start(app: Flask, socketio: SocketIO) -> Explorer:
     runs = RunManager(store, hub, sessions, start_task=socketio.start_background_task,
                       config=config)
     runs.warm_up()
-    return Explorer(store, hub, sessions, runs, socketio, SnapshotIndexCache(store), data_dir)
+    return Explorer(store, hub, sessions, runs, socketio, SnapshotIndexCache(store), data_dir,
+                    KernelSteps(store))
 
 
 def _mark_interrupted(store: Store, hub: EventHub) -> None:

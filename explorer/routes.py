@@ -12,6 +12,7 @@ from explorer import exchange, queries
 from explorer.demo import demo_session
 from explorer.extensions import services
 from explorer.protocol import MAX_SAFE_INT, ApiError, bad_request
+from explorer.runs.schedules import node_json
 from explorer.runs.tensors import inspect_tensor
 
 bp = Blueprint("explorer", __name__)
@@ -34,8 +35,10 @@ def create_session() -> tuple[Response, int]:
     from explorer.sessions import parse_input_shapes
 
     shapes = parse_input_shapes(request.form.get("input_shapes"))
-    session = services().sessions.create(upload.filename or "", _read_and_close(upload),
-                                         shapes)
+    try:  # streamed into the store in chunks, never whole in memory
+        session = services().sessions.create(upload.filename or "", upload.stream, shapes)
+    finally:
+        upload.close()
     return jsonify({"session": session}), 201
 
 
@@ -143,6 +146,13 @@ def _snapshot_part(snapshot_id: int, part: str) -> Response:
     return Response(body, mimetype="application/json")
 
 
+@bp.get("/api/snapshots/<int:snapshot_id>/graph")
+def get_snapshot_graph(snapshot_id: int) -> Response:
+    from explorer.graphview import snapshot_graph
+
+    return snapshot_graph(services().store, snapshot_id)
+
+
 @bp.get("/api/diff")
 def get_diff() -> Response:
     part = request.args.get("part")
@@ -181,25 +191,12 @@ def get_timing(rid: str) -> Response:
 
 @bp.get("/api/runs/<rid>/schedules")
 def get_schedules(rid: str) -> Response:
-    nodes = _schedules(rid)
-    return jsonify({"nodes": [{k: v for k, v in n.items() if k != "steps"} for n in nodes]})
+    return jsonify({"nodes": [node_json(r) for r in services().kernel_steps.records(rid)]})
 
 
 @bp.get("/api/runs/<rid>/schedules/<int:index>")
 def get_schedule(rid: str, index: int) -> Response:
-    for node in _schedules(rid):
-        if node["index"] == index:
-            steps = node["steps"]
-            return jsonify({"node": {k: v for k, v in node.items() if k != "steps"},
-                            "steps": steps})
-    raise ApiError(404, "not_found", f"run {rid!r} has no graph node {index}")
-
-
-def _schedules(rid: str) -> list[dict[str, Any]]:
-    store = services().store
-    store.run(rid)
-    nodes: list[dict[str, Any]] = store.artifact(rid, "schedules", [])
-    return nodes
+    return jsonify(services().kernel_steps.detail(rid, index))
 
 
 @bp.get("/api/runs/<rid>/export")

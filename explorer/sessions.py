@@ -22,7 +22,7 @@ import unicodedata
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from pathlib import Path, PurePath
-from typing import Any
+from typing import IO, Any
 
 from explorer import compiler
 from explorer.compiler import Imported
@@ -35,6 +35,7 @@ from explorer.protocol import (
     bad_request,
 )
 from explorer.store import Store
+from explorer.uploads import UPLOAD_PREFIX, HashedUpload
 
 MAX_INPUT_ELEMENTS = 2**31
 MAX_NAME_LENGTH = 255
@@ -203,6 +204,24 @@ def _scrub(message: str, server_path: Path | None, filename: str) -> str:
     return message[:4000]
 
 
+COPY_CHUNK = 1 << 22
+
+
+def _copy_hashing(data: bytes | IO[bytes] | HashedUpload, out: IO[bytes]) -> tuple[str, int]:
+    """Write `data` to `out` in chunks: its SHA-256 and size."""
+    digest = hashlib.sha256()
+    if isinstance(data, bytes | bytearray | memoryview):
+        digest.update(data)
+        out.write(data)
+        return digest.hexdigest(), len(data)
+    size = 0
+    while chunk := data.read(COPY_CHUNK):
+        digest.update(chunk)
+        out.write(chunk)
+        size += len(chunk)
+    return digest.hexdigest(), size
+
+
 def _tensor(name: str, ty: Any) -> TensorInfo:
     shape, dtype = compiler.tensor_info(ty)
     return TensorInfo(name=name, shape=shape, dtype=dtype)
@@ -254,17 +273,39 @@ class SessionService:
         self._lock = threading.RLock()
         self._pending: Counter[str] = Counter()  # model files of uploads being inspected
 
-    def create(self, filename: str, data: bytes,
+    def create(self, filename: str, data: bytes | IO[bytes] | HashedUpload,
                shapes: dict[str, list[int]] | None = None) -> Session:
-        """A session for uploaded bytes; `filename` is the client's name, used for display
+        """A session for uploaded bytes or an uploaded stream (copied to the store in
+        chunks, never whole in memory); `filename` is the client's name, used for display
         and the format hint only. The file is stored under the hash of its content, so
         identical uploads share it; an upload that fails leaves nothing behind."""
         display = clean_name(filename)
         format_for(display)
-        if not data:
-            raise bad_request("empty_file", f"{display}: the file is empty")
-        path = self._keep_file(data, PurePath(display).suffix.lower())
+        path = self._keep_file(data, PurePath(display).suffix.lower(), display)
         return self._open(path, display, shapes)
+
+    def open_local(self, path: Path, shapes: dict[str, list[int]] | None = None) -> Session:
+        """A session of a file the user named on this machine (`explorer serve PATH`,
+        `explorer run PATH`): opened where it is, never copied into the store, and trusted
+        as its folder is: ONNX external data beside it is read (memory-mapped, as its
+        weights are). Uploads never get here (`create`): they read no other file."""
+        path = path.resolve()
+        display = clean_name(path.name)
+        format_for(display)
+        if not path.is_file():
+            raise bad_request("not_found", f"{path}: no such file")
+        if path.stat().st_size == 0:
+            raise bad_request("empty_file", f"{display}: the file is empty")
+        if not self.is_local(path):  # a file of the store itself: kept as an upload is
+            with open(path, "rb") as handle:
+                return self.create(display, handle, shapes)
+        with self._lock:
+            self._pending[str(path)] += 1
+        return self._open(path, display, shapes)
+
+    def is_local(self, path: Path) -> bool:
+        """Whether `path` is a user's own file (open_local) rather than a stored upload."""
+        return path.parent != self.models_dir
 
     def pin(self, sid: str, shapes: dict[str, list[int]]) -> Session:
         """A new session of `sid`'s model with its symbolic input dimensions pinned to
@@ -289,40 +330,63 @@ class SessionService:
         try:
             session, graph, snapshot = self.inspector(sid, display, path, shapes)
             graph["input_shapes"] = shapes
-            self.store.add_session(session, graph, path.name)
+            self.store.add_session(session, graph, self._model_file(path))
             self.store.set_session_snapshot(sid, snapshot)
             failed = False
         finally:
-            self._release_file(path.name, failed)
+            self._release_file(self._model_file(path), failed)
         self.evict(keep=sid)
         return session
 
     # --- stored files, deletion, the data limit ------------------------------------------
-    def _keep_file(self, data: bytes, suffix: str) -> Path:
-        """The stored copy of `data` (written once per content), marked in use."""
-        path = self.models_dir / f"{hashlib.sha256(data).hexdigest()}{suffix}"
+    def _model_file(self, path: Path) -> str:
+        """What the store records: a stored upload's name, or a local file's full path."""
+        return str(path) if self.is_local(path) else path.name
+
+    def _keep_file(self, data: bytes | IO[bytes] | HashedUpload, suffix: str,
+                   display: str) -> Path:
+        """The stored copy of `data` (written once per content, in chunks while hashing;
+        an upload already written into the store is renamed), marked in use; an empty
+        one is refused."""
+        if isinstance(data, HashedUpload) and data.path.parent == self.models_dir:
+            return self._keep_upload(data, suffix, display)
+        fd, tmp = tempfile.mkstemp(dir=self.models_dir, prefix=UPLOAD_PREFIX)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                digest, size = _copy_hashing(data, handle)
+            if not size:
+                raise bad_request("empty_file", f"{display}: the file is empty")
+            path = self.models_dir / f"{digest}{suffix}"
+            with self._lock:
+                self._pending[path.name] += 1
+                if path.exists():
+                    Path(tmp).unlink()
+                else:
+                    os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    def _keep_upload(self, upload: HashedUpload, suffix: str, display: str) -> Path:
+        if not upload.size:
+            raise bad_request("empty_file", f"{display}: the file is empty")
+        path = self.models_dir / f"{upload.sha256.hexdigest()}{suffix}"
         with self._lock:
             self._pending[path.name] += 1
-            if not path.exists():
-                fd, tmp = tempfile.mkstemp(dir=self.models_dir, prefix=".upload-")
-                try:
-                    with os.fdopen(fd, "wb") as handle:
-                        handle.write(data)
-                    os.replace(tmp, path)
-                except BaseException:
-                    Path(tmp).unlink(missing_ok=True)
-                    self._pending[path.name] -= 1
-                    raise
+            upload.keep(path)
         return path
 
     def _release_file(self, name: str, check: bool = True) -> None:
-        """One use of a stored file ended; remove the file when nothing uses it any more."""
+        """One use of a model file ended; remove a stored upload when nothing uses it any
+        more (a local file is the user's: never removed)."""
         with self._lock:
             self._pending[name] -= 1
             if self._pending[name] <= 0:
                 del self._pending[name]
-                if check and self.store.model_file_users(name) == 0:
-                    (self.models_dir / name).unlink(missing_ok=True)
+                path = self.models_dir / name
+                if check and not self.is_local(path) and self.store.model_file_users(name) == 0:
+                    path.unlink(missing_ok=True)
 
     def delete(self, sid: str) -> None:
         """Delete a session, its runs and snapshots, and its model file unless another
@@ -393,7 +457,7 @@ class SessionService:
     def _import(self, path: Path, shapes: dict[str, list[int]] | None,
                 display: str) -> Imported:
         try:
-            imported = compiler.load_model(path, shapes)
+            imported = compiler.load_model(path, shapes, trusted=self.is_local(path))
         except (ImportError, MemoryError, RecursionError):
             raise
         except Exception as exc:  # mapped by class at the boundary; see IMPORT_ERRORS

@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -85,14 +85,15 @@ class ClosingTestClient(FlaskClient):
 
 
 @contextmanager
-def app_for_tests(data_dir: Path, plugin: str | None = None) -> Iterator[Any]:
+def app_for_tests(data_dir: Path, plugin: str | Sequence[str] | None = None
+                  ) -> Iterator[Any]:
     """An app on `data_dir` in testing mode whose run workers import `plugin` (a module
-    registering test passes); its run manager is shut down on exit."""
+    registering test passes, or several); its run manager is shut down on exit."""
     from explorer import create_app
 
     config: dict[str, Any] = {"TESTING": True, "DATA_DIR": str(data_dir)}
     if plugin:
-        config["RUN_PLUGINS"] = [plugin]
+        config["RUN_PLUGINS"] = [plugin] if isinstance(plugin, str) else list(plugin)
     app = create_app(config)
     app.test_client_class = ClosingTestClient
     try:

@@ -93,3 +93,24 @@ def dynamic_batch_head(path: Path, input_name: str = "x") -> Any:
     torchscript_export(model, (torch.randn(2, 3, 6, 6),), path, None, [input_name], ["y"],
                        {input_name: {0: "batch"}, "y": {0: "batch"}})
     return model
+
+
+LLAMA_SMALL = dict(layers=2, hidden=64, intermediate=176, heads=4, vocab=1000, seq=16)
+"""The small Llama of the lazy-weight tests: every projection weight >= 8 KB, so each one
+stays in the external data file (weights.MAP_MIN_BYTES)."""
+
+
+def llama_small_path() -> Path:
+    """bench/make_llama.py's decoder at LLAMA_SMALL (external data beside it), exported on
+    first use (torch, transformers and onnxscript needed: callers skip without them)."""
+    from engine.relay.testing.llama_export import make_llama
+
+    path = MODEL_DIR / "llama_small" / "llama_small.onnx"
+    if path.exists() and path.with_name(path.name + ".data").exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.with_name(path.name + ".data").exists():
+            make_llama(path, **LLAMA_SMALL)
+    return path

@@ -45,9 +45,11 @@ def const(value: Any, dtype: str | None = None, span: SpanLike = UNKNOWN_SPAN) -
     As in TVM, Python floats default to float32 and ints to int32.
     """
     if isinstance(value, NDArray):
+        if dtype is None or value.dtype == dtype:
+            return Constant(value, span=span)  # shared, a lazy one unread
         value = value.numpy()
     if isinstance(value, np.ndarray):
-        arr = value.astype(dtype) if dtype is not None else value
+        arr = value.astype(dtype, copy=False) if dtype is not None else value
     else:
         if dtype is None:
             probe = np.asarray(value)

@@ -146,8 +146,8 @@ class TypeInferencer:
             f"dtype=...)) or bind it with let{self._where(var)}")
 
     def _constant(self, const: Constant) -> Type:
-        data = const.data.numpy()
-        return TensorType(data.shape, "bool" if data.dtype == bool else str(data.dtype))
+        data = const.data  # shape and dtype only: a lazy weight stays unread
+        return TensorType(data.shape, data.dtype)
 
     def _op(self, op: Op) -> Type:
         n = max(op.num_inputs, 0)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
+
+from engine.runtime.lazy import LazySource
 
 
 class Device:
@@ -27,42 +31,81 @@ def device(dev_type: str = "cpu", dev_id: int = 0) -> Device:
 
 
 class NDArray:
-    """Wraps a numpy array without copying it and without letting it change."""
+    """Wraps a numpy array without copying it and without letting it change, or a
+    `LazySource` (a memory-mapped weight, a deferred computation: engine/runtime/lazy.py)
+    whose bytes exist only when `numpy()` asks for them; shape, dtype, size and
+    `content_key()` never need them."""
 
-    __slots__ = ("_array",)
+    __slots__ = ("_array", "_lazy")
 
     def __init__(self, data: Any) -> None:
+        self._lazy: LazySource | None = None
+        if isinstance(data, LazySource):
+            self._array: np.ndarray | None = None
+            self._lazy = data
+            return
         if isinstance(data, NDArray):
+            if data._lazy is not None:
+                self._array, self._lazy = None, data._lazy
+                return
             data = data.numpy()
         arr = np.asarray(data)
         if arr.flags.writeable:
             arr = arr.view()
             arr.flags.writeable = False
-        self._array: np.ndarray = arr
+        self._array = arr
 
     def numpy(self) -> np.ndarray:
+        if self._array is None:
+            return self._lazy.load()  # type: ignore[union-attr]
         return self._array
 
     asnumpy = numpy
 
     @property
+    def lazy(self) -> LazySource | None:
+        """The source of a lazy array (None: the bytes are in memory)."""
+        return self._lazy
+
+    @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self._array.shape)
+        if self._lazy is not None:
+            return self._lazy.shape
+        return tuple(self._array.shape)  # type: ignore[union-attr]
 
     @property
     def dtype(self) -> str:
-        return str(self._array.dtype)
+        if self._lazy is not None:
+            return self._lazy.dtype
+        return str(self._array.dtype)  # type: ignore[union-attr]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
     @property
     def size(self) -> int:
-        return int(self._array.size)
+        if self._lazy is not None:
+            return self._lazy.size
+        return int(self._array.size)  # type: ignore[union-attr]
 
     @property
     def nbytes(self) -> int:
-        return int(self._array.nbytes)
+        if self._lazy is not None:
+            return self._lazy.nbytes
+        return int(self._array.nbytes)  # type: ignore[union-attr]
+
+    def content_key(self) -> Hashable:
+        """What equal contents share: a lazy source's key (its bytes unread), else the
+        dtype, shape and a checksum of the bytes."""
+        if self._lazy is not None:
+            return self._lazy.key
+        arr = np.ascontiguousarray(self._array)
+        return (str(arr.dtype), arr.shape, zlib.crc32(arr.view(np.uint8).reshape(-1).data))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return self._array if dtype is None else self._array.astype(dtype)
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype)
 
     def __repr__(self) -> str:
         return f"NDArray(shape={self.shape}, dtype={self.dtype})"

@@ -14,13 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.te.errors import LoweringError
+from engine.te.inline import inline_body
 from engine.te.loops import RootRange, StageLoops
 from engine.te.schedule import Schedule
 from engine.te.stage import AttachType, Split, Stage
 from engine.te.tensor import ComputeOp, IterVar
 from engine.tir import expr as E
 from engine.tir.arith import Interval, Linear, eval_interval, simplify, to_linear, union
-from engine.tir.functor import rewrite, substitute
+from engine.tir.functor import substitute
 
 
 @dataclass
@@ -43,24 +44,17 @@ class LowerState:
         done = self.bodies.get(id(stage))
         if done is not None:
             return done
-        op = stage.op
-        if not isinstance(op, ComputeOp):
-            raise LoweringError(f"stage {stage.name} has no compute body")
-        self.bodies[id(stage)] = E.IntImm(value=0)  # cycle guard
-        result = rewrite(op.body[0], self._inline_load)
+        result = inline_body(compute_op(stage).body[0], self._inlined)
         self.bodies[id(stage)] = result
         return result
 
-    def _inline_load(self, node: E.PrimExpr) -> E.PrimExpr | None:
-        if not isinstance(node, E.ProducerLoad):
-            return None
-        producer = self.stage_of(node.producer)
-        indices = tuple(rewrite(i, self._inline_load) for i in node.indices)
+    def _inlined(self, tensor: object) -> tuple[E.PrimExpr, list[E.Var]] | None:
+        """(compute body, axis vars) of an inlined producer; None for one that is read."""
+        producer = self.stage_of(tensor)
         if producer.attach_type != AttachType.INLINE:
-            return E.ProducerLoad(producer=node.producer, indices=indices)
-        inner = self.body(producer)
-        vmap = {iv.var: index for iv, index in zip(compute_op(producer).axis, indices)}
-        return substitute(inner, vmap)
+            return None
+        op = compute_op(producer)
+        return op.body[0], [iv.var for iv in op.axis]
 
     def reads_of(self, stage: Stage) -> list[tuple[Stage, tuple[E.PrimExpr, ...]]]:
         """(producer stage, indices) of every tensor read in the stage's inlined body."""

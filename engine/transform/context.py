@@ -217,6 +217,15 @@ class PassContext:
         for inst in self._instruments:
             self._hook(inst.run_after_pass_failed, mod, info, exc)
 
+    def report_progress(self, done: int, total: int, item: str = "") -> None:
+        """Tell every instrument how far the running pass is (`run_progress`); a pass calls
+        this between units of its work. No-op outside a pass."""
+        frame = self.current_frame
+        if frame is None:
+            return
+        for inst in self._instruments:
+            self._hook(inst.run_progress, frame.info, done, total, item)
+
     def call_trace(self, mod: IRModule, info: PassInfo, is_before: bool) -> None:
         if self.trace is not None:
             self._hook(self.trace, mod, info, is_before)

@@ -68,6 +68,11 @@ class PassInstrument:
                               exc: BaseException) -> None:
         """Called instead of run_after_pass when the pass raised `exc`."""
 
+    def run_progress(self, info: PassInfo, done: int, total: int, item: str) -> None:
+        """Called by a long pass as it goes (LowerTE: `done` of its `total` fused calls
+        lowered, `item` the kernel of the last one; 0 before the first). An exception
+        raised here stops the pass there, as one raised by its body would."""
+
     def __repr__(self) -> str:
         return f"<{self.name} instrument>"
 

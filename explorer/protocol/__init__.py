@@ -46,6 +46,7 @@ from explorer.protocol.errors import (
 from explorer.protocol.events import (
     EVENT_PAYLOADS,
     BuildFinished,
+    BuildProgress,
     BuildStarted,
     EventData,
     PassFailed,
@@ -60,6 +61,7 @@ from explorer.protocol.events import (
     RunQueued,
     RunStarted,
     build_finished,
+    build_progress,
     build_started,
     data_as,
     numerics,
@@ -86,6 +88,8 @@ from explorer.protocol.http import (
     ExportedEvent,
     ExportedGraph,
     ExportedSnapshot,
+    KernelCall,
+    KernelNode,
     LayerLookup,
     LayerNode,
     OkAck,
@@ -128,6 +132,7 @@ from explorer.protocol.http import (
 from explorer.protocol.names import (
     BACKTRACE_ACTIONS,
     BUILD_FINISHED,
+    BUILD_PROGRESS,
     BUILD_STARTED,
     CANCEL_RUN,
     CLIENT_EVENTS,
@@ -181,7 +186,7 @@ from explorer.protocol.shapes import (
 __all__ = [
     "CROSS_ORIGIN", "FOREIGN_HOST", "MAX_SAFE_INT", "RUN_ACTIVE", "SYMBOLIC_INPUTS", "TOKEN_REQUIRED",
     # names
-    "BACKTRACE_ACTIONS", "BUILD_FINISHED", "BUILD_STARTED", "CANCEL_RUN", "CLIENT_EVENTS",
+    "BACKTRACE_ACTIONS", "BUILD_FINISHED", "BUILD_PROGRESS", "BUILD_STARTED", "CANCEL_RUN", "CLIENT_EVENTS",
     "MODEL_FORMATS", "model_format",
     "NAMESPACE", "PASS_FAILED", "PASS_FINISHED", "PASS_STARTED", "RUN_CANCELLED", "RUN_EVENT",
     "RUN_FAILED", "RUN_FAILED_CODES", "RUN_FINISHED", "RUN_QUEUED", "RUN_STARTED",
@@ -194,16 +199,16 @@ __all__ = [
     "NumericsBisect", "NumericsBreak", "QParam", "RunEvent",
     "RunSummary", "Session", "SourceMapEntry", "TensorInfo", "empty_summary",
     # run events
-    "EVENT_PAYLOADS", "BuildFinished", "BuildStarted", "EventData", "PassFailed",
+    "EVENT_PAYLOADS", "BuildFinished", "BuildProgress", "BuildStarted", "EventData", "PassFailed",
     "PassFinished", "PassStarted", "PassStats", "PlannedPass", "Publish", "RunCancelled",
-    "RunFailed", "RunFinished", "RunQueued", "RunStarted", "build_finished", "build_started",
+    "RunFailed", "RunFinished", "RunQueued", "RunStarted", "build_finished", "build_progress", "build_started",
     "data_as", "numerics", "pass_failed", "pass_finished", "pass_started", "pass_stats",
     "planned_pass", "run_cancelled", "run_failed", "run_finished", "run_queued",
     "run_started",
     # http and socket acks
     "Ack", "Backtrace", "BacktraceStep", "Diff", "DiffHunk", "DiffNodes", "DiffSummary", "EventsPage",
     "ExportedEvent", "ExportedGraph", "ExportedSnapshot", "LayerLookup", "LayerNode", "OkAck", "PassList", "PassRemarks", "RemarkEntry", "RemarkList", "RemarkRecord",
-    "RunArtifacts", "RunDetail", "RunExport", "RunImported", "RunRequest", "ScheduleDetail", "ScheduleList",
+    "RunArtifacts", "RunDetail", "RunExport", "RunImported", "RunRequest", "KernelCall", "KernelNode", "ScheduleDetail", "ScheduleList",
     "ScheduleNode", "ScheduleRecord", "ScheduleStep", "TensorReference", "TensorReport", "TensorStats", "SessionCreated", "SessionDetail", "SessionList", "SessionRenamed",
     "Snapshot", "SnapshotDetail", "SnapshotSourceMap", "SnapshotSourceMapDetail",
     "SnapshotText", "SnapshotTextDetail", "StartRunAck", "StartRunRequest", "SubscribeAck",

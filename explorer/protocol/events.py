@@ -13,6 +13,7 @@ from explorer.protocol.debug import run_paused as run_paused  # builders of ever
 from explorer.protocol.debug import run_resumed as run_resumed  # are reachable from here
 from explorer.protocol.names import (
     BUILD_FINISHED,
+    BUILD_PROGRESS,
     BUILD_STARTED,
     PASS_FAILED,
     PASS_FINISHED,
@@ -93,7 +94,18 @@ class PassFailed(TypedDict):
 
 
 class BuildStarted(TypedDict):
-    """relay.build began (no fields)."""
+    """relay.build began lowering (no fields): LowerTE started."""
+
+
+class BuildProgress(TypedDict):
+    """LowerTE lowered `done` of the `total` fused calls, into `kernels` distinct kernels so
+    far (calls of identical functions share one); `kernel` is the last one. Sent at most a
+    few times a second, always for the first and the last call."""
+
+    done: int
+    total: int
+    kernels: int
+    kernel: str
 
 
 class BuildFinished(TypedDict):
@@ -116,8 +128,8 @@ class RunCancelled(TypedDict):
 
 
 EventData = (RunQueued | RunStarted | PassStarted | PassFinished | PassFailed | RunPaused
-             | RunResumed | BuildStarted | BuildFinished | RunFinished | RunFailed
-             | RunCancelled)
+             | RunResumed | BuildStarted | BuildProgress | BuildFinished | RunFinished
+             | RunFailed | RunCancelled)
 
 EVENT_PAYLOADS: dict[str, type] = {
     RUN_QUEUED: RunQueued,
@@ -128,6 +140,7 @@ EVENT_PAYLOADS: dict[str, type] = {
     RUN_PAUSED: RunPaused,
     RUN_RESUMED: RunResumed,
     BUILD_STARTED: BuildStarted,
+    BUILD_PROGRESS: BuildProgress,
     BUILD_FINISHED: BuildFinished,
     RUN_FINISHED: RunFinished,
     RUN_FAILED: RunFailed,
@@ -182,6 +195,10 @@ def pass_failed(*, pass_index: int, name: str, message: str, before: int) -> Pas
 
 def build_started() -> BuildStarted:
     return BuildStarted()
+
+
+def build_progress(*, done: int, total: int, kernels: int, kernel: str) -> BuildProgress:
+    return BuildProgress(done=done, total=total, kernels=kernels, kernel=kernel)
 
 
 def build_finished(*, num_nodes: int, num_kernels: int) -> BuildFinished:

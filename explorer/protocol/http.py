@@ -100,6 +100,40 @@ class SnapshotSourceMapDetail(TypedDict):
     snapshot: SnapshotSourceMap
 
 
+class GraphNode(TypedDict):
+    """One expression of a snapshot's dataflow graph (explorer.graphview)."""
+
+    id: int  # the node id of the source map
+    kind: str  # call | constant | tuple | tuple_getitem | let | if | var
+    op: str | None
+    label: str
+    type: str | None  # the printed type, when the text shows one
+    line: int  # 1-based line of its definition in the snapshot's text
+    spans: list[str]  # frontend layer names
+    inputs: list[int]  # node ids of its operands' producers, in order
+    group: int  # index into `groups`, -1: the top level
+
+
+class GraphGroup(TypedDict):
+    """A box that expands: a global function, a frontend layer path, a fused function (its
+    parameters replaced by the call's arguments), or a run of consecutive children."""
+
+    kind: str  # global | layer | function | range
+    label: str
+    parent: int  # index into `groups`, -1: the top level
+    node_ids: list[int]  # a function group: the function's node id and its call's
+    line: int  # first line of its members
+    size: int  # nodes inside, at any depth
+
+
+class SnapshotGraph(TypedDict):
+    """GET /api/snapshots/<id>/graph: the snapshot's dataflow graph and its groups."""
+
+    snapshot_id: int
+    nodes: list[GraphNode]
+    groups: list[GraphGroup]
+
+
 class DiffHunk(TypedDict):
     """1-based inclusive line ranges; an empty range has end = start - 1."""
 
@@ -196,13 +230,35 @@ class Timing(TypedDict):
 
 
 # --- schedules --------------------------------------------------------------------------------
-class ScheduleNode(TypedDict):
+class KernelFields(TypedDict):
+    """A kernel: `index` is the graph node of its first call, `spans` the layers of all its
+    calls (identical fused functions share one kernel)."""
+
     index: int
     name: str
     func_name: str
     spans: list[str]
     ops: list[str]
     num_steps: int
+
+
+class ScheduleNode(KernelFields):
+    """A kernel as the kernel list shows it."""
+
+    num_calls: int
+
+
+class KernelCall(TypedDict):
+    """One call site of a kernel: its graph node and the layers of that call."""
+
+    index: int
+    spans: list[str]
+
+
+class KernelNode(ScheduleNode):
+    """A kernel with every call site."""
+
+    calls: list[KernelCall]
 
 
 class TeddDiagrams(TypedDict):
@@ -228,9 +284,10 @@ class ScheduleList(TypedDict):
 
 
 class ScheduleDetail(TypedDict):
-    """GET /api/runs/<rid>/schedules/<index>."""
+    """GET /api/runs/<rid>/schedules/<index> (index: any graph node calling the kernel); the
+    steps are made when first asked for, then kept."""
 
-    node: ScheduleNode
+    node: KernelNode
     steps: list[ScheduleStep]
 
 
@@ -318,10 +375,16 @@ class ExportedSnapshot(TypedDict):
     source_map: list[SourceMapEntry]
 
 
-class ScheduleRecord(ScheduleNode):
-    """One kernel as a run stores it (the `schedules` artifact): the node and its steps."""
+class ScheduleRecord(KernelFields):
+    """One kernel as a run stores it (the `schedules` artifact): a ScheduleNode, its calls
+    and its source (Relay text of its primitive function) to make the steps from. Runs
+    stored before kernels were shared and steps made on demand have one record per graph
+    node with its `steps` instead."""
 
-    steps: list[ScheduleStep]
+    num_calls: NotRequired[int]
+    calls: NotRequired[list[KernelCall]]
+    source: NotRequired[str]
+    steps: NotRequired[list[ScheduleStep]]
 
 
 class RunArtifacts(TypedDict, total=False):

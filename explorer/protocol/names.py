@@ -29,6 +29,7 @@ PASS_FAILED = "pass_failed"
 RUN_PAUSED = "run_paused"  # a breakpoint (or a step) holds the run in its worker
 RUN_RESUMED = "run_resumed"
 BUILD_STARTED = "build_started"
+BUILD_PROGRESS = "build_progress"
 BUILD_FINISHED = "build_finished"
 RUN_FINISHED = "run_finished"
 RUN_FAILED = "run_failed"

@@ -1,7 +1,7 @@
 """One request answered by a short-lived child of the fork server (explorer/runs/children.py).
 
-`call_in_child(target, job, timeout, ...)` starts `target(job, conn)` in a child and waits
-for its one answer: `("ok", value)` or `("error", (status, code, message, detail))`, which
+`call_in_child(target, job, timeout, ...)` starts `target(job, conn)` in a child
+(`children.call_child`) and waits for its one answer: `("ok", value)` or `("error", (status, code, message, detail))`, which
 comes back as an ApiError. A child that runs out of time or dies without answering is an
 ApiError too, built by the caller's `on_timeout` / `on_crash` (they name what was asked).
 In the child, `answer(conn, db_path, work, describe)` opens the store, runs
@@ -11,14 +11,12 @@ exceptions that are not ApiErrors).
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing.connection
 import signal
 from collections.abc import Callable
 from typing import Any
 
 from explorer.protocol import ApiError
-from explorer.runs.children import die_with_parent, exit_description, mp_context
+from explorer.runs.children import call_child, die_with_parent
 from explorer.store import Store
 
 ErrorTuple = tuple[int, str, str, Any]
@@ -28,33 +26,15 @@ def call_in_child(target: Callable[[Any, Any], None], job: Any, timeout: float, 
                   on_timeout: Callable[[], ApiError],
                   on_crash: Callable[[str], ApiError]) -> Any:
     """The value `target(job, conn)` answered in a child process (see module docstring)."""
-    ctx = mp_context()
-    conn, child = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=target, args=(job, child), daemon=True, name=name)
-    process.start()
-    child.close()
-    try:
-        reply = _receive(conn, process, timeout, on_timeout, on_crash)
-    finally:
-        conn.close()
-        if process.is_alive():
-            process.kill()
-        process.join(5)
-    if isinstance(reply, ApiError):
-        raise reply
-    return reply
-
-
-def _receive(conn: Any, process: Any, timeout: float, on_timeout: Callable[[], ApiError],
-             on_crash: Callable[[str], ApiError]) -> Any:
-    if not multiprocessing.connection.wait([conn, process.sentinel], timeout):
-        return on_timeout()
-    with contextlib.suppress(EOFError, OSError):
-        if conn.poll():
-            kind, payload = conn.recv()
-            return payload if kind == "ok" else ApiError(*payload)
-    process.join(5)
-    return on_crash(exit_description(process.exitcode))
+    end = call_child(target, job, name, timeout)
+    if end.timed_out:
+        raise on_timeout()
+    if not end.replied:
+        raise on_crash(end.exit)
+    kind, payload = end.reply
+    if kind != "ok":
+        raise ApiError(*payload)
+    return payload
 
 
 def answer(conn: Any, db_path: str, work: Callable[[Store], Any],

@@ -20,13 +20,16 @@ As with any fork-server child, a child imports the server's `__main__` module
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from explorer.compiler import ENGINE_MODULES
@@ -92,6 +95,40 @@ def wait_ready() -> None:
 
 def _nothing() -> None:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class ChildEnd:
+    """How a one-shot child ended: its reply, or that it timed out, or how it died."""
+
+    reply: Any = None
+    replied: bool = False
+    timed_out: bool = False
+    exit: str = ""  # when it died without replying: 'killed by SIGKILL', 'exit code 3'...
+
+
+def call_child(target: Callable[[Any, Any], None], job: Any, name: str, timeout: float
+               ) -> ChildEnd:
+    """Run `target(job, conn)` in a child of the fork server, wait up to `timeout` seconds
+    for the one message it sends on `conn`; the child is killed and reaped either way."""
+    ctx = mp_context()
+    conn, child = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=target, args=(job, child), daemon=True, name=name)
+    process.start()
+    child.close()
+    try:
+        if not multiprocessing.connection.wait([conn, process.sentinel], timeout):
+            return ChildEnd(timed_out=True)
+        with contextlib.suppress(EOFError, OSError):
+            if conn.poll():
+                return ChildEnd(reply=conn.recv(), replied=True)
+        process.join(5)
+        return ChildEnd(exit=exit_description(process.exitcode))
+    finally:
+        conn.close()
+        if process.is_alive():
+            process.kill()
+        process.join(5)
 
 
 def exit_description(exitcode: int | None) -> str:

@@ -48,6 +48,7 @@ from explorer.protocol import (
     run_finished,
     run_started,
 )
+from explorer.runs.build_progress import BuildProgressInstrument
 from explorer.runs.children import PassesHook
 from explorer.runs.numerics import PassNumerics, PassTree, analyze_break, replay_apply
 from explorer.runs.recording import (
@@ -197,6 +198,7 @@ class Execution:
         self.gate = gate  # where the run may pause (breakpoints), if anywhere
         self.started = time.perf_counter()
         self.instrument: RecordingInstrument | None = None
+        self.build_progress = BuildProgressInstrument(publish, self.cancel)
         self.numerics: PassNumerics | None = None
         self.passes: list[Any] = []
 
@@ -235,7 +237,7 @@ class Execution:
                 numerics_error = f"{type(exc).__name__}: {exc}"
         self.instrument = RecordingInstrument(recorder, self.publish, self.cancel,
                                               self.numerics, self.gate)
-        ctx = run_context(self.options, [self.instrument])
+        ctx = run_context(self.options, [self.instrument, self.build_progress])
         passes = self.passes = run_passes(self.options, ctx, self.hooks)
         self.summary["final_snapshot"] = initial
         if self.announced is None:
@@ -250,7 +252,8 @@ class Execution:
         self.summary["final_snapshot"] = self.instrument.recorder.record(compiled.mod).id
         if compiled.lib is None:
             return
-        self.publish(BUILD_STARTED, build_started())
+        if not self.build_progress.started:  # nothing was lowered
+            self.publish(BUILD_STARTED, build_started())
         nodes = schedules_of(compiled.lib)
         self.store.put_artifact(self.run_id, "schedules", nodes)
         self.publish(BUILD_FINISHED, build_finished(

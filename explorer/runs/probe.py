@@ -12,13 +12,13 @@ connection. The runs import the file again in their own workers.
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from explorer.protocol import ApiError, Session
-from explorer.runs.child_call import ErrorTuple, answer, call_in_child
-from explorer.runs.children import load_plugins
+from explorer.runs.children import call_child, die_with_parent, load_plugins
 from explorer.sessions import Inspector, SessionService, Shapes
 from explorer.store import Store
 
@@ -63,34 +63,51 @@ def isolated_inspector(db_path: str, models_dir: str, plugins: tuple[str, ...],
 def probe_upload(job: ProbeJob, timeout: float = PROBE_TIMEOUT) -> Probed:
     """Import `job.path` in a child process; the ApiError it raised, or one naming how
     it died."""
-    def on_timeout() -> ApiError:
-        return ApiError(422, "import_timeout",
-                        f"{job.display}: the import took longer than {timeout:.0f} s")
+    end = call_child(_probe_main, job, f"explorer-probe-{job.sid}", timeout)
+    if end.timed_out:
+        raise ApiError(422, "import_timeout",
+                       f"{job.display}: the import took longer than {timeout:.0f} s")
+    if not end.replied:
+        raise ApiError(422, "import_crashed",
+                       f"{job.display}: the process importing this file stopped ({end.exit}) "
+                       "before it could answer", {"exit": end.exit})
+    reply = _decode(*end.reply)
+    if isinstance(reply, ApiError):
+        raise reply
+    return reply
 
-    def on_crash(how: str) -> ApiError:
-        return ApiError(422, "import_crashed",
-                        f"{job.display}: the process importing this file stopped ({how}) "
-                        "before it could answer", {"exit": how})
 
-    return Probed(*call_in_child(_probe_main, job, timeout, f"explorer-probe-{job.sid}",
-                                 on_timeout, on_crash))
+def _decode(kind: str, payload: Any) -> Probed | ApiError:
+    if kind == "ok":
+        return Probed(*payload)
+    status, code, message, detail = payload
+    return ApiError(status, code, message, detail)
 
 
 # --- the child ------------------------------------------------------------------------------
 def _probe_main(job: ProbeJob, conn: Any) -> None:
-    def work(store: Store) -> tuple[Session, dict[str, Any], int]:
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    store = Store(job.db_path)
+    try:
         load_plugins(job.plugins)
         sessions = SessionService(store, Path(job.models_dir))
-        return sessions.inspect(job.sid, job.display, Path(job.path), job.shapes)
-
-    answer(conn, job.db_path, work, lambda exc: _import_error(job.display, exc))
-
-
-def _import_error(display: str, exc: Exception) -> ErrorTuple:
-    if isinstance(exc, RecursionError):
-        return (422, "nested_too_deep",
-                f"{display}: the model is nested too deeply to import "
-                "(expressions, types or subgraphs inside each other)",
-                {"exception": "RecursionError"})
-    return (422, "import_failed", f"{display}: the model could not be imported "
-            f"({type(exc).__name__})", {"exception": type(exc).__name__})
+        session, graph, snapshot = sessions.inspect(job.sid, job.display, Path(job.path),
+                                                    job.shapes)
+        reply: tuple[str, Any] = ("ok", (session, graph, snapshot))
+    except ApiError as err:
+        reply = ("error", (err.status, err.code, err.message, err.detail))
+    except RecursionError:
+        reply = ("error", (422, "nested_too_deep",
+                           f"{job.display}: the model is nested too deeply to import "
+                           "(expressions, types or subgraphs inside each other)",
+                           {"exception": "RecursionError"}))
+    except Exception as exc:  # not one of the importers' typed errors: still named
+        reply = ("error", (422, "import_failed",
+                           f"{job.display}: the model could not be imported "
+                           f"({type(exc).__name__})", {"exception": type(exc).__name__}))
+    finally:
+        store.close()
+    conn.send(reply)
+    conn.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -69,6 +70,13 @@ class Snapshot:
     printed: bool
 
 
+def _same_functions(refs: list[weakref.ref[Any]], mod: IRModule) -> bool:
+    """Whether `mod`'s functions are the very objects `refs` point to (an id in a key may
+    belong to a new object once the one it was taken from is gone)."""
+    funcs = [f for _, f in mod.items()]
+    return len(refs) == len(funcs) and all(r() is f for r, f in zip(refs, funcs, strict=True))
+
+
 def module_key(mod: IRModule) -> ModuleKey:
     """Identity of a module state: each function object, and whether it is typed yet
     (InferType may fill types in place, which changes the printed text)."""
@@ -81,7 +89,8 @@ class SnapshotRecorder:
     def __init__(self, store: Store, run_id: str, keep: int = 8) -> None:
         self.store = store
         self.run_id = run_id
-        self._recent: OrderedDict[ModuleKey, tuple[Snapshot, list[Any]]] = OrderedDict()
+        self._recent: OrderedDict[ModuleKey, tuple[Snapshot, list[weakref.ref[Any]]]] = (
+            OrderedDict())
         self._keep = keep
         self.print_ms = 0.0
         self.num_printed = 0
@@ -104,7 +113,7 @@ class SnapshotRecorder:
     def record(self, mod: IRModule) -> Snapshot:
         key = module_key(mod)
         hit = self._recent.get(key)
-        if hit is not None:
+        if hit is not None and _same_functions(hit[1], mod):
             self._recent.move_to_end(key)
             return Snapshot(hit[0].id, key, hit[0].coverage, hit[0].num_nodes, printed=False)
         start = time.perf_counter()
@@ -122,8 +131,9 @@ class SnapshotRecorder:
         return snap
 
     def _remember(self, snap: Snapshot, mod: IRModule) -> None:
-        # Holding the function objects keeps their ids from being reused by new objects.
-        self._recent[snap.key] = (snap, [f for _, f in mod.items()])
+        # Weak references: a key's ids are trusted only while its functions are alive, and
+        # a recorder never pins old modules (their folded weights) in memory.
+        self._recent[snap.key] = (snap, [weakref.ref(f) for _, f in mod.items()])
         if len(self._recent) > self._keep:
             self._recent.popitem(last=False)
 

@@ -58,7 +58,7 @@ export const TOPIC = Object.freeze({
  * @property {(string|null)} op
  * @property {("a"|"b")} side
  * @property {number} snapshotId
- * @property {("click"|"url")} origin
+ * @property {("click"|"url"|"graph")} origin click: in the text; graph: in the Graph view
  */
 
 /**

@@ -321,8 +321,19 @@ export {};
  */
 
 /**
- * relay.build began (no fields).
+ * relay.build began lowering (no fields): LowerTE started.
  * @typedef {Object} BuildStarted
+ */
+
+/**
+ * LowerTE lowered `done` of the `total` fused calls, into `kernels` distinct kernels so
+ * far (calls of identical functions share one); `kernel` is the last one. Sent at most a
+ * few times a second, always for the first and the last call.
+ * @typedef {Object} BuildProgress
+ * @property {number} done
+ * @property {number} total
+ * @property {number} kernels
+ * @property {string} kernel
  */
 
 /**
@@ -361,6 +372,7 @@ export {};
  * @property {RunPaused} run_paused
  * @property {RunResumed} run_resumed
  * @property {BuildStarted} build_started
+ * @property {BuildProgress} build_progress
  * @property {BuildFinished} build_finished
  * @property {RunFinished} run_finished
  * @property {RunFailed} run_failed
@@ -375,7 +387,7 @@ export {};
 
 /** @typedef {("replace"|"delete"|"insert")} DiffTag */
 
-/** @typedef {(RunQueued|RunStarted|PassStarted|PassFinished|PassFailed|RunPaused|RunResumed|BuildStarted|BuildFinished|RunFinished|RunFailed|RunCancelled)} EventData */
+/** @typedef {(RunQueued|RunStarted|PassStarted|PassFinished|PassFailed|RunPaused|RunResumed|BuildStarted|BuildProgress|BuildFinished|RunFinished|RunFailed|RunCancelled)} EventData */
 
 /** @typedef {(StartRunAck|SubscribeAck|OkAck|BreakpointList|ResumeAck|ErrorResponse)} Ack */
 

@@ -29,6 +29,7 @@ export const EV = Object.freeze({
   RUN_PAUSED: "run_paused",
   RUN_RESUMED: "run_resumed",
   BUILD_STARTED: "build_started",
+  BUILD_PROGRESS: "build_progress",
   BUILD_FINISHED: "build_finished",
   RUN_FINISHED: "run_finished",
   RUN_FAILED: "run_failed",

@@ -94,6 +94,40 @@ export {};
  */
 
 /**
+ * One expression of a snapshot's dataflow graph (explorer.graphview).
+ * @typedef {Object} GraphNode
+ * @property {number} id
+ * @property {string} kind
+ * @property {(string|null)} op
+ * @property {string} label
+ * @property {(string|null)} type
+ * @property {number} line
+ * @property {Array<string>} spans
+ * @property {Array<number>} inputs
+ * @property {number} group
+ */
+
+/**
+ * A box that expands: a global function, a frontend layer path, a fused function (its
+ * parameters replaced by the call's arguments), or a run of consecutive children.
+ * @typedef {Object} GraphGroup
+ * @property {string} kind
+ * @property {string} label
+ * @property {number} parent
+ * @property {Array<number>} node_ids
+ * @property {number} line
+ * @property {number} size
+ */
+
+/**
+ * GET /api/snapshots/<id>/graph: the snapshot's dataflow graph and its groups.
+ * @typedef {Object} SnapshotGraph
+ * @property {number} snapshot_id
+ * @property {Array<GraphNode>} nodes
+ * @property {Array<GraphGroup>} groups
+ */
+
+/**
  * 1-based inclusive line ranges; an empty range has end = start - 1.
  * @typedef {Object} DiffHunk
  * @property {DiffTag} tag
@@ -189,6 +223,19 @@ export {};
  */
 
 /**
+ * A kernel: `index` is the graph node of its first call, `spans` the layers of all its
+ * calls (identical fused functions share one kernel).
+ * @typedef {Object} KernelFields
+ * @property {number} index
+ * @property {string} name
+ * @property {string} func_name
+ * @property {Array<string>} spans
+ * @property {Array<string>} ops
+ * @property {number} num_steps
+ */
+
+/**
+ * A kernel as the kernel list shows it.
  * @typedef {Object} ScheduleNode
  * @property {number} index
  * @property {string} name
@@ -196,6 +243,27 @@ export {};
  * @property {Array<string>} spans
  * @property {Array<string>} ops
  * @property {number} num_steps
+ * @property {number} num_calls
+ */
+
+/**
+ * One call site of a kernel: its graph node and the layers of that call.
+ * @typedef {Object} KernelCall
+ * @property {number} index
+ * @property {Array<string>} spans
+ */
+
+/**
+ * A kernel with every call site.
+ * @typedef {Object} KernelNode
+ * @property {number} index
+ * @property {string} name
+ * @property {string} func_name
+ * @property {Array<string>} spans
+ * @property {Array<string>} ops
+ * @property {number} num_steps
+ * @property {number} num_calls
+ * @property {Array<KernelCall>} calls
  */
 
 /**
@@ -222,9 +290,10 @@ export {};
  */
 
 /**
- * GET /api/runs/<rid>/schedules/<index>.
+ * GET /api/runs/<rid>/schedules/<index> (index: any graph node calling the kernel); the
+ * steps are made when first asked for, then kept.
  * @typedef {Object} ScheduleDetail
- * @property {ScheduleNode} node
+ * @property {KernelNode} node
  * @property {Array<ScheduleStep>} steps
  */
 
@@ -331,7 +400,10 @@ export {};
  */
 
 /**
- * One kernel as a run stores it (the `schedules` artifact): the node and its steps.
+ * One kernel as a run stores it (the `schedules` artifact): a ScheduleNode, its calls
+ * and its source (Relay text of its primitive function) to make the steps from. Runs
+ * stored before kernels were shared and steps made on demand have one record per graph
+ * node with its `steps` instead.
  * @typedef {Object} ScheduleRecord
  * @property {number} index
  * @property {string} name
@@ -339,7 +411,10 @@ export {};
  * @property {Array<string>} spans
  * @property {Array<string>} ops
  * @property {number} num_steps
- * @property {Array<ScheduleStep>} steps
+ * @property {number} [num_calls]
+ * @property {Array<KernelCall>} [calls]
+ * @property {string} [source]
+ * @property {Array<ScheduleStep>} [steps]
  */
 
 /**

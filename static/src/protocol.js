@@ -29,6 +29,8 @@ export const ROUTES = Object.freeze({
   snapshot: (id) => `/api/snapshots/${enc(id)}`,
   /** One part of a snapshot: "text" (SnapshotTextDetail) or "source_map" (SnapshotSourceMapDetail). */
   snapshotPart: (id, part) => `/api/snapshots/${enc(id)}?part=${enc(part)}`,
+  /** SnapshotGraph: the dataflow graph of a snapshot (nodes, edges as inputs, groups) */
+  snapshotGraph: (id) => `/api/snapshots/${enc(id)}/graph`,
   /** Diff */
   diff: (a, b) => `/api/diff?a=${enc(a)}&b=${enc(b)}`,
   /** Diff without the text hunks: the node-level diff and its summary */

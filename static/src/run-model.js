@@ -32,6 +32,8 @@ export class RunModel {
     this.passes = new Map();
     /** @type {null | "running" | {num_nodes: number, num_kernels: (number|null)} | {failed: true, message: string} | {cancelled: true}} */
     this.build = null;
+    /** @type {import("./protocol.js").BuildProgress | null} the last build_progress while lowering */
+    this.buildProgress = null;
     /** @type {import("./protocol.js").RunSummary | null} */
     this.summary = null;
     /** @type {{pass: (string|null), message: string, code: string} | null} */
@@ -66,6 +68,13 @@ export class RunModel {
     if (!this.queued) return null;
     const pos = this.queue.position;
     return pos ? `queued · ${ordinal(pos)} in line` : "queued";
+  }
+
+  /** "120/391 calls lowered · 2 kernels" while the build lowers, else null. */
+  buildProgressLabel() {
+    const p = this.buildProgress;
+    if (this.build !== "running" || !p) return null;
+    return `${p.done}/${p.total} calls lowered · ${p.kernels} kernel${p.kernels === 1 ? "" : "s"}`;
   }
 
   /** @returns {PassRow[]} pass rows in pass_index order */
@@ -173,6 +182,11 @@ const REDUCERS = {
   },
   [EV.BUILD_STARTED]: (m) => {
     m.build = "running";
+  },
+  /** @param {import("./protocol.js").BuildProgress} d */
+  [EV.BUILD_PROGRESS]: (m, d) => {
+    m.build = "running";
+    m.buildProgress = { done: d.done, total: d.total, kernels: d.kernels, kernel: d.kernel };
   },
   /** @param {import("./protocol.js").BuildFinished} d */
   [EV.BUILD_FINISHED]: (m, d) => {

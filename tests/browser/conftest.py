@@ -113,7 +113,8 @@ def server(tmp_path_factory: pytest.TempPathFactory, frontend_bundle: Path,
     flags_dir()  # exported before the server inherits the environment
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent), str(ROOT)])}
     proc = subprocess.Popen([sys.executable, "-m", "explorer.cli", "serve", "--port", str(port),
-                             "--data", str(data), "--plugin", PLUGIN], env=env, cwd=str(ROOT),
+                             "--data", str(data), "--plugin", PLUGIN, "--plugin", "build_gate"],
+                            env=env, cwd=str(ROOT),
                             stdout=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:

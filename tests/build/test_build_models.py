@@ -50,7 +50,8 @@ def test_every_fused_node_has_a_recorded_schedule(built: dict[str, Any], name: s
         assert sched.primitive_record[0] == "vanilla"
         info = bm.get_node_info(k)
         assert info["spans"], f"node {k} ({info['name']}) has no layer names"
-        assert set(info["spans"]) == set(sched.spans.source_names())
+        calls = bm.get_lowered(k).calls  # a shared kernel: this node is one of its calls
+        assert set(info["spans"]) in [set(span.source_names()) for span in calls]
     with pytest.raises(IndexError):
         bm.get_node_schedule(len(json.loads(lib.get_graph_json())["nodes"]))
 
@@ -58,7 +59,8 @@ def test_every_fused_node_has_a_recorded_schedule(built: dict[str, Any], name: s
 def test_conv_kernels_are_tiled_vectorized_parallel(built: dict[str, Any]) -> None:
     lib = built["resnet50"]
     convs = [low for low in lib.build_module.lowered.values() if low.anchor == "nn.conv2d"]
-    assert len(convs) == 53
+    assert sum(len(low.calls) for low in convs) == 53  # calls; equal convs share a kernel
+    assert len(convs) < 53
     text = str(convs[0].lower())
     assert '"parallel"' in text and '"vectorized"' in text and "allocate" in text
     assert {"cache_write", "compute_at", "vectorize", "parallel"} <= set(

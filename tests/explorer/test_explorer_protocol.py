@@ -36,6 +36,7 @@ SAMPLES: dict[str, Any] = {
                                breakpoint={"kind": "before", "target": "FuseOps"}, layers=[]),
     p.RUN_RESUMED: p.run_resumed(action="continue"),
     p.BUILD_STARTED: p.build_started(),
+    p.BUILD_PROGRESS: p.build_progress(done=1, total=3, kernels=1, kernel="fused_add"),
     p.BUILD_FINISHED: p.build_finished(num_nodes=2, num_kernels=1),
     p.RUN_FINISHED: p.run_finished(summary=_sample_summary()),
     p.RUN_FAILED: p.run_failed(pass_name="FoldConstant", message="boom", code="pass_failed"),

@@ -3,7 +3,7 @@
     lib = relay.build(mod, target="llvm", params=params)
     lib.get_graph_json()                       # the graph executor's JSON
     lib.build_module.get_node_schedule(i)      # te.Schedule of tvm_op node i (None: input)
-    lib.build_module.get_node_info(i)          # {name, func_name, spans, ops}
+    lib.build_module.get_node_info(i)          # {name, func_name, spans (of this call), ops}
     lib.build_module.get_node_steps(i)         # per snapshot: primitive, python, nest, TEDD
     m = graph_executor.GraphModule(lib["default"](tvm.cpu()))
 
@@ -70,7 +70,7 @@ class BuildModule:
         if lowered is None:
             return {"name": node.name, "func_name": "", "spans": [], "ops": []}
         return {"name": node.name, "func_name": lowered.name,
-                "spans": list(lowered.spans.source_names()) if lowered.spans else [],
+                "spans": list(node.span.source_names()) if node.span else [],
                 "ops": list(lowered.ops), "anchor": lowered.anchor, "extern": lowered.extern}
 
     @property

@@ -29,10 +29,12 @@ from engine.ir.expr import (
     Var,
 )
 from engine.ir.module import IRModule
+from engine.ir.span import UNKNOWN_SPAN, SpanLike
 from engine.ir.type import TensorType
 from engine.relay.analysis.dataflow import dataflow_post_order
 from engine.relay.backend.lower_te import lowered_funcs
 from engine.relay.strategy.base import out_types, static_shape
+from engine.runtime.ndarray import NDArray
 
 Entry = tuple[int, int, int]  # (node index, output index, version)
 
@@ -49,6 +51,7 @@ class GraphNode:
     attrs: dict[str, str] = field(default_factory=dict)
     types: list[TensorType] = field(default_factory=list)
     func: Function | None = None
+    span: SpanLike = UNKNOWN_SPAN  # a tvm_op's call site: the layers of this call
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"op": self.op, "name": self.name,
@@ -62,7 +65,7 @@ class GraphNode:
 class Graph:
     nodes: list[GraphNode]
     heads: list[Entry]
-    params: dict[str, np.ndarray]
+    params: dict[str, NDArray]
     input_names: list[str]
 
     def entry_types(self) -> list[TensorType]:
@@ -96,6 +99,7 @@ def plan_storage(graph: Graph) -> list[int]:
     """Greedy reuse: an op output takes a freed buffer of the same byte size."""
     ptr = graph.row_ptr()
     types = graph.entry_types()
+    owner = [k for k, node in enumerate(graph.nodes) for _ in node.types]  # entry -> node
     last_use: dict[int, int] = {}
     for k, node in enumerate(graph.nodes):
         for nid, idx, _ in node.inputs:
@@ -117,13 +121,9 @@ def plan_storage(graph: Graph) -> list[int]:
                 storage[entry], next_id = next_id, next_id + 1
                 sizes[storage[entry]] = size
         for entry in {ptr[nid] + idx for nid, idx, _ in node.inputs}:
-            if last_use.get(entry) == k and graph.nodes[_node_of(ptr, entry)].op != "null":
+            if last_use.get(entry) == k and graph.nodes[owner[entry]].op != "null":
                 free.setdefault(sizes[storage[entry]], []).append(storage[entry])
     return storage
-
-
-def _node_of(ptr: list[int], entry: int) -> int:
-    return next(k for k in range(len(ptr) - 1) if ptr[k] <= entry < ptr[k + 1])
 
 
 def _nbytes(ty: TensorType) -> int:
@@ -141,7 +141,7 @@ class GraphBuilder:
         self.kernels = set(lowered_funcs(mod))
         self.nodes: list[GraphNode] = []
         self.entries: dict[Expr, list[Entry]] = {}
-        self.params: dict[str, np.ndarray] = {}
+        self.params: dict[str, NDArray] = {}
         self._handlers: dict[type, Callable[[Any], list[Entry]]] = {
             Var: self._var, Constant: self._constant, Call: self._call, Tuple: self._tuple,
             TupleGetItem: self._getitem, Function: lambda f: [],
@@ -178,9 +178,8 @@ class GraphBuilder:
 
     def _constant(self, const: Constant) -> list[Entry]:
         name = f"p{len(self.params)}"
-        self.params[name] = np.asarray(const.data)
-        return self._null(name, TensorType(self.params[name].shape,
-                                           str(self.params[name].dtype)))
+        self.params[name] = const.data  # a lazy weight stays unread until executed
+        return self._null(name, TensorType(const.data.shape, const.data.dtype))
 
     def _tuple(self, tup: Tuple) -> list[Entry]:
         return [e for f in tup.fields for e in self.entries[f]]
@@ -198,7 +197,7 @@ class GraphBuilder:
         name = gv.name_hint
         node = GraphNode("tvm_op", name, inputs, {
             "func_name": name, "flatten_data": "0", "num_inputs": str(len(inputs)),
-            "num_outputs": str(len(types))}, types, self.mod[gv])
+            "num_outputs": str(len(types))}, types, self.mod[gv], call.span)
         self.nodes.append(node)
         index = len(self.nodes) - 1
         return [(index, k, 0) for k in range(len(types))]

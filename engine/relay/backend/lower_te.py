@@ -8,11 +8,14 @@ shows what each kernel computes. The lowered kernels ride on the module as
 its `lowered_funcs` attribute (name -> LoweredFunc), which graph codegen reads:
 what the timeline shows after LowerTE is exactly what the build emits.
 
-A function object called more than once is lowered once (one kernel).
+Structurally equal functions (names and spans aside, same parameter types) share one
+kernel, lowered once (TECompiler's cache): every call of them calls the same global,
+and the kernel's `calls` keeps the span of each call site, so provenance survives.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -22,11 +25,14 @@ from engine.ir.op import Op
 from engine.ir.traversal import post_order_visit
 from engine.ir.type import AnyDim, TensorType, TupleType, Type
 from engine.ir.vars import free_vars
-from engine.relay.backend.te_compiler import LoweredFunc, LowerError, lower_primitive
+from engine.relay.backend.te_compiler import LoweredFunc, LowerError, TECompiler
 from engine.relay.expr_functor import ExprMutator
 from engine.relay.transform.fuse_ops import fused_function_name
 from engine.relay.type_infer import infer_type
 from engine.transform import Pass, PassContext, module_pass
+
+Progress = Callable[[int, str], None]
+"""Told after each fused call is lowered: calls done so far, the kernel's name."""
 
 LOWERED_FUNCS = "lowered_funcs"
 """The module attribute holding the kernels of a lowered module (name -> LoweredFunc)."""
@@ -104,9 +110,9 @@ def check_data_dependent(func: Function) -> None:
                          "bind the inputs to constants (params) so FoldConstant computes it")
 
 
-def check_static(main: Function) -> None:
+def check_static(main: Function) -> int:
     """Refuse, before any kernel is lowered, the first fused call (in dataflow order) whose
-    shapes are only known at run time, naming the op and why."""
+    shapes are only known at run time, naming the op and why; the number of fused calls."""
     calls: list[Call] = []
     post_order_visit(main.body, lambda e: calls.append(e) if isinstance(e, Call) and isinstance(
         e.op, Function) and e.op.is_primitive() else None)
@@ -114,38 +120,44 @@ def check_static(main: Function) -> None:
         assert isinstance(call.op, Function)
         check_no_dyn(call, call.op)
         check_data_dependent(call.op)
+    return len(calls)
 
 
 class _Lowerer(ExprMutator):
-    """Replaces each call of a Primitive function by a call of its global kernel."""
+    """Replaces each call of a Primitive function by a call of its global kernel; equal
+    functions share one kernel (TECompiler), each call recorded as one of its calls."""
 
-    def __init__(self, target: str, taken: set[str]) -> None:
+    def __init__(self, target: str, taken: set[str], progress: Progress) -> None:
         super().__init__()
-        self.target = target
+        self.compiler = TECompiler(target)
+        self.progress = progress
+        self.done = 0
         self.taken = taken
         self.kernels: dict[str, LoweredFunc] = {}
         self.globals: dict[GlobalVar, Function] = {}
-        self._by_func: dict[int, GlobalVar] = {}
+        self._by_name: dict[str, GlobalVar] = {}
 
     def visit_call(self, call: Call) -> Expr:
         func = call.op
         if not (isinstance(func, Function) and func.is_primitive()):
             return super().visit_call(call)
         args = tuple(self.visit(arg) for arg in call.args)
-        return replace(call, op=self._kernel(func), args=args)
+        return replace(call, op=self._kernel(func, call), args=args)
 
     def visit_function(self, func: Function) -> Expr:
         return func if func.is_primitive() else super().visit_function(func)
 
-    def _kernel(self, func: Function) -> GlobalVar:
-        known = self._by_func.get(id(func))
-        if known is not None:
-            return known
-        name = self._unique(fused_function_name(func))
-        self.kernels[name] = lower_primitive(func, self.target, name)
-        gv = GlobalVar(name, span=func.span)
-        self.globals[gv] = func.with_attr("global_symbol", name)
-        self._by_func[id(func)] = gv
+    def _kernel(self, func: Function, call: Call) -> GlobalVar:
+        lowered, new = self.compiler.lower(func, lambda: self._unique(fused_function_name(func)))
+        lowered.calls.append(call.span)
+        self.done += 1
+        self.progress(self.done, lowered.name)
+        if not new:
+            return self._by_name[lowered.name]
+        self.kernels[lowered.name] = lowered
+        gv = GlobalVar(lowered.name, span=func.span)
+        self.globals[gv] = func.with_attr("global_symbol", lowered.name)
+        self._by_name[lowered.name] = gv
         return gv
 
     def _unique(self, base: str) -> str:
@@ -157,11 +169,19 @@ class _Lowerer(ExprMutator):
         return name
 
 
-def lower_te(mod: IRModule, target: str) -> IRModule:
-    """@main with every fused call lowered (see module docstring); typed."""
+def lower_te(mod: IRModule, target: str, ctx: PassContext | None = None) -> IRModule:
+    """@main with every fused call lowered (see module docstring); typed. Under a running
+    pass of `ctx`, its instruments hear of each call lowered (`run_progress`: calls done
+    of all, the kernel), and may stop the lowering there by raising."""
     check_static_inputs(mod)
-    check_static(mod["main"])
-    lowerer = _Lowerer(target, {gv.name_hint for gv in mod.get_global_vars()})
+    total = check_static(mod["main"])
+    context = ctx or PassContext.current()
+
+    def progress(done: int, kernel: str) -> None:
+        context.report_progress(done, total, kernel)
+
+    progress(0, "")
+    lowerer = _Lowerer(target, {gv.name_hint for gv in mod.get_global_vars()}, progress)
     main = lowerer.visit(mod["main"])
     if not lowerer.kernels:
         return mod.with_attr(LOWERED_FUNCS, {}) if LOWERED_FUNCS not in mod.attrs else mod
@@ -180,7 +200,7 @@ def LowerTE(target: Any = "llvm") -> Pass:
     kind = str(target)
 
     def transform(mod: IRModule, ctx: PassContext) -> IRModule:
-        return lower_te(mod, kind)
+        return lower_te(mod, kind, ctx)
 
     return module_pass(transform, opt_level=0, name="LowerTE")
 

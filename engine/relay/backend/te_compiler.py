@@ -10,6 +10,12 @@ a tie, as TVM picks it), which inlines the injective stages into it.
     lowered.schedule.schedule_record      # vanilla, then one snapshot per primitive
     lowered.lower()                        # the final loop nest (PrimFuncModule)
     lowered.steps()                        # per snapshot: primitive, python, loop nest, TEDD
+
+`TECompiler` (TVM's TECompiler and its CCacheKey) lowers each distinct primitive
+function once per build: its cache is keyed structurally (the function modulo variable
+names and spans, its parameter types, the target), so the 16 identical bottleneck
+blocks of a ResNet share one kernel; every call lowered to a kernel is one of its
+`calls` (their spans keep the provenance of each call site).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from engine.ir.errors import EngineError
 from engine.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from engine.ir.op import Op
 from engine.ir.span import SpanLike
+from engine.ir.structural import structural_equal, structural_hash
 from engine.ir.type import TensorType, TupleType, Type
 from engine.relay import strategy as _strategies
 from engine.relay.expr_functor import post_order_visit
@@ -73,6 +80,8 @@ class LoweredFunc:
     ops: list[str]
     constants: list[tuple[Tensor, np.ndarray]] = field(default_factory=list)
     extern: bool = False
+    calls: list[SpanLike] = field(default_factory=list)
+    """The spans of every call site sharing this kernel (TECompiler), in dataflow order."""
     _lowered: PrimFuncModule | None = None
     _steps: list[ScheduleStep] | None = None
 
@@ -94,6 +103,10 @@ class LoweredFunc:
         if self._lowered is None:
             self._lowered = lower(self.schedule, self.args, name=self.name)
         return self._lowered
+
+    def num_steps(self) -> int:
+        """How many steps `steps()` will show (without replaying any)."""
+        return len(_step_groups(list(self.schedule.primitive_record)))
 
     def steps(self) -> list[ScheduleStep]:
         """Every snapshot of the record, replayed once in order (cached)."""
@@ -289,6 +302,31 @@ def lower_primitive(func: Function, target: str = "llvm", name: str = "fused") -
     return LoweredFunc(name, func, _kind(target), s, builder.inputs, outs,
                        builder.anchor_op, builder.ops,
                        builder.constants, builder.extern)
+
+
+def _param_types(func: Function) -> tuple[Type | None, ...]:
+    return tuple(p.checked_type if p.has_type else p.type_annotation for p in func.params)
+
+
+class TECompiler:
+    """Lowers primitive functions for one target, each structurally distinct one once
+    (TVM's TECompiler): `lower(func, name)` returns the cached kernel of an equal function
+    (names and spans aside, same parameter types) or lowers a new one named `name()`."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target_kind(target)
+        self._cache: dict[tuple[int, tuple[Type | None, ...]], list[LoweredFunc]] = {}
+
+    def lower(self, func: Function, name: Callable[[], str]) -> tuple[LoweredFunc, bool]:
+        """(the kernel of `func`, whether it was lowered now rather than found)."""
+        types = _param_types(func)
+        bucket = self._cache.setdefault((structural_hash(func), types), [])
+        for known in bucket:
+            if _param_types(known.func) == types and structural_equal(known.func, func):
+                return known, False
+        lowered = lower_primitive(func, self.target, name())
+        bucket.append(lowered)
+        return lowered, True
 
 
 def _kind(target: Any) -> str:

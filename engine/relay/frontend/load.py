@@ -61,12 +61,15 @@ def _looks_like_protobuf(data: bytes) -> bool:
     return 1 <= field_number <= 20 and wire_type in (0, 2)
 
 
-def _read(source: Source) -> tuple[bytes, Path | None]:
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return bytes(source), None
-    path = Path(source)
+HEAD_BYTES = 4096
+"""What format detection reads of a file (an ONNX file is then read by its importer,
+which leaves big weights in the file)."""
+
+
+def _read(path: Path, limit: int = -1) -> bytes:
     try:
-        return path.read_bytes(), path
+        with open(path, "rb") as handle:
+            return handle.read(limit)
     except OSError as err:
         raise CorruptModelError(f"cannot read {path.name}: {err.strerror}") from None
 
@@ -75,22 +78,30 @@ def load(path_or_bytes: Source, shape: ShapeDict = None, dtype: Any = None,
          external_data: bool = True) -> ImportResult:
     """Import a model file of any supported format (detected from its content).
 
-    With `external_data=False` the file is a world of its own: an ONNX tensor whose data
-    lives in another file is refused (UnsafeModelError) instead of being read from the
-    file's folder (for uploads, whose folder holds other people's files)."""
-    data, path = _read(path_or_bytes)
-    fmt = detect_format(data, path.name if path is not None else None)
+    An ONNX file's big initializers stay in the file, memory-mapped (so do those of its
+    external data files). With `external_data=False` the file is a world of its own: an
+    ONNX tensor whose data lives in another file is refused (UnsafeModelError) instead of
+    being read from the file's folder (for uploads, whose folder holds other people's
+    files)."""
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        data = bytes(path_or_bytes)
+        fmt = detect_format(data)
+        if fmt == "onnx":
+            return _load_onnx(data, shape, dtype, external_data)
+        return _LOADERS[fmt](data, None, shape, dtype)
+    path = Path(path_or_bytes)
+    fmt = detect_format(_read(path, HEAD_BYTES), path.name)
     if fmt == "onnx":
-        return _load_onnx(data, path if external_data else None, shape, dtype)
-    return _LOADERS[fmt](data, path, shape, dtype)
+        return _load_onnx(path, shape, dtype, external_data)
+    return _LOADERS[fmt](_read(path), path, shape, dtype)
 
 
-def _load_onnx(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) -> ImportResult:
-    """From the path (external data read from its folder), else from the bytes alone."""
+def _load_onnx(source: bytes | Path, shape: ShapeDict, dtype: Any,
+               external_data: bool) -> ImportResult:
     from engine.relay.frontend.onnx import import_onnx
 
-    return import_onnx(path if path is not None else data, shape=shape,
-                       dtype=dtype or "float32")
+    return import_onnx(source, shape=shape, dtype=dtype or "float32",
+                       external_data=external_data)
 
 
 def _load_tflite(data: bytes, path: Path | None, shape: ShapeDict, dtype: Any) -> ImportResult:
@@ -166,8 +177,7 @@ def _dtype(ty: Any) -> str:
     return ty.dtype if isinstance(ty, TensorType) else "unknown"
 
 
-_LOADERS = {"onnx": _load_onnx, "tflite": _load_tflite, "pytorch": _load_pytorch,
-            "relay": _load_relay}
+_LOADERS = {"tflite": _load_tflite, "pytorch": _load_pytorch, "relay": _load_relay}
 
 
 def describe(item: ImportResult | Source) -> dict[str, Any]:

@@ -286,7 +286,7 @@ class ExprPrinter:
         self.w.write(op.name)
 
     def _constant(self, const: Constant) -> None:
-        text = scalar_text(const.data.numpy())
+        text = scalar_text(const.data.numpy()) if const.data.ndim == 0 else None
         if text is None:
             text = f"meta[relay.Constant][{self.meta.index(const)}]"
         self._atom(const, text)

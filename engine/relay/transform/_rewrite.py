@@ -38,8 +38,7 @@ def type_of(expr: Expr) -> Type | None:
     if isinstance(expr, Var):
         return expr.type_annotation
     if isinstance(expr, Constant):
-        data = expr.data.numpy()
-        return TensorType(data.shape, str(data.dtype))
+        return TensorType(expr.data.shape, expr.data.dtype)
     return None
 
 
@@ -115,8 +114,10 @@ def scalar_value(expr: Expr) -> float | None:
     """The value of a constant with a single element (any rank), else None."""
     if not isinstance(expr, Constant):
         return None
+    if expr.data.size != 1:
+        return None
     data = expr.data.numpy()
-    if data.size != 1 or data.dtype.kind not in "biuf":
+    if data.dtype.kind not in "biuf":
         return None
     return float(data.reshape(()))
 

@@ -31,9 +31,9 @@ Skip = Callable[[Expr], bool]
 def _scalar_key(expr: Expr) -> Hashable | None:
     if not isinstance(expr, Constant):
         return None
-    data = expr.data.numpy()
-    if data.ndim != 0:
+    if expr.data.ndim != 0:
         return None
+    data = expr.data.numpy()
     return ("scalar", str(data.dtype), data.tobytes())
 
 

@@ -12,10 +12,17 @@
 - `TupleGetItem` of a `Tuple` is the field;
 - `If` with a constant condition is the taken branch, which gets
   `SequentialSpan([branch.span, if.span])`.
+
+Weights that are not in memory (memory-mapped, or themselves deferred: see
+engine/runtime/lazy.py) are folded without reading them: a call with such an argument
+becomes a constant of the call's type whose value is the same evaluation, run when its
+bytes are asked for (the numerics check, the executor), so a pipeline over 13 GB of
+weights (a transposed or re-laid-out weight, a weight times a folded scale) reads none.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import replace
 
 import numpy as np
@@ -23,11 +30,14 @@ import numpy as np
 from engine.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
 from engine.ir.module import IRModule
 from engine.ir.op import Op
+from engine.ir.type import TensorType
 from engine.relay.expr_functor import ExprMutator
 from engine.relay.interpreter import Interpreter
 from engine.relay.si_builder import SIBuilder
 from engine.relay.transform._rewrite import copy_type, merged_span, static_shape, with_span
 from engine.relay.transform.pass_infra import function_pass
+from engine.relay.type_infer import TypeInferencer
+from engine.runtime.lazy import LazySource, deferred
 from engine.runtime.ndarray import NDArray
 from engine.transform import Pass, PassContext, allow_rewrite, register_pass
 
@@ -41,10 +51,38 @@ def _is_constant_arg(expr: Expr) -> bool:
     return isinstance(expr, Tuple) and all(_is_constant_arg(f) for f in expr.fields)
 
 
+def _is_lazy_arg(expr: Expr) -> bool:
+    if isinstance(expr, Constant):
+        return expr.data.lazy is not None
+    return isinstance(expr, Tuple) and any(_is_lazy_arg(f) for f in expr.fields)
+
+
+def _arg_key(expr: Expr) -> Hashable:
+    if isinstance(expr, Constant):
+        return expr.data.content_key()
+    return tuple(_arg_key(f) for f in expr.fields)  # type: ignore[attr-defined]
+
+
+def _deferred_value(call: Call) -> LazySource | None:
+    """The call's value as a deferred computation (its type from type inference), or
+    None when its type is not a statically shaped tensor."""
+    ty = TypeInferencer().infer(call)
+    if not isinstance(ty, TensorType) or not ty.is_static:
+        return None
+    key = ("fold", call.op.name, hash(call.attrs), tuple(_arg_key(a) for a in call.args))  # type: ignore[attr-defined]
+
+    def compute() -> np.ndarray:
+        return np.asarray(Interpreter().eval(call, {}), dtype=ty.dtype)
+
+    return deferred(tuple(ty.concrete_shape), ty.dtype, key, compute)
+
+
 def _to_expr(value: object) -> Expr:
     """An interpreter value as a constant (a tuple value as a Tuple of constants)."""
     if isinstance(value, tuple):
         return Tuple(tuple(_to_expr(v) for v in value))
+    if isinstance(value, LazySource):
+        return Constant(NDArray(value))
     return Constant(NDArray(_constant_array(value)))
 
 
@@ -104,7 +142,12 @@ class ConstantFolder(ExprMutator):
         return Constant(NDArray(value), span=SIBuilder(post.span).CreateSpan())
 
     def _evaluate(self, call: Call) -> Expr:
-        value = self.interpreter.eval(call, {})
+        if any(_is_lazy_arg(a) for a in call.args):
+            value: object = _deferred_value(call)
+            if value is None:
+                return call  # not a tensor of static type: left for run time
+        else:
+            value = self.interpreter.eval(call, {})
         span = SIBuilder(call).CreateSpan()  # the call and every constant it consumed
         self.folded += 1
         return SIBuilder(span).RecursivelyFillSpan(_to_expr(value))

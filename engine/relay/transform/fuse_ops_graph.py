@@ -90,8 +90,8 @@ def _getitem_links(item: TupleGetItem) -> tuple[int, list[Link]]:
 
 
 def _constant_pattern(const: Constant) -> int:
-    data = const.data.numpy()
-    if data.ndim == 0 and str(data.dtype) in SIMPLE_CONST_DTYPES:
+    data = const.data
+    if data.ndim == 0 and data.dtype in SIMPLE_CONST_DTYPES:
         return ELEMWISE
     return OPAQUE
 

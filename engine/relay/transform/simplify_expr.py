@@ -174,7 +174,7 @@ def _fill_value(expr: Expr) -> float | None:
         return _FILL[name]
     if name in ("full", "full_like"):
         return scalar_value(expr.args[-1])  # type: ignore[attr-defined]
-    if isinstance(expr, Constant) and expr.data.numpy().ndim == 0:
+    if isinstance(expr, Constant) and expr.data.ndim == 0:
         return scalar_value(expr)
     return None
 

@@ -1,5 +1,5 @@
-// Schedules: the build's graph nodes (fused kernels, with the frontend layers they came
-// from); per node its schedule record as a timeline of primitives, a slider / arrow keys to
+// Schedules: the build's kernels (one per distinct fused function, with the graph nodes
+// that call it and the frontend layers of each call); per kernel its schedule record as a timeline of primitives, a slider / arrow keys to
 // step, the loop nest diffed against the previous step, and the TEDD diagrams (DOT -> SVG).
 import { api } from "../api.js";
 import { diffLines } from "../diff-client.js";
@@ -69,15 +69,18 @@ export class SchedulesPane extends Pane {
     this.model = model ?? this.model;
     if (!this.model || !this.active) return;
     const ready = this.model.finished || (this.model.build && this.model.build !== "running");
+    if (!ready) {
+      this.loadedFor = null;
+      const progress = this.model.buildProgressLabel();
+      const msg = this.model.build === "running"
+        ? `Building: lowering every fused kernel${progress ? ` (${progress})` : "…"}`
+        : "The kernels appear when the pipeline finishes and the build has run.";
+      replace(this.nodeList, h("li.hint", { "data-testid": "schedules-waiting" }, msg));
+      return;
+    }
     const key = `${this.model.runId}:${ready}`;
     if (this.loadedFor === key) return;
     this.loadedFor = key;
-    if (!ready) {
-      const msg = this.model.build === "running" ? "Building: lowering and scheduling every fused kernel…"
-        : "The kernels appear when the pipeline finishes and the build has run.";
-      replace(this.nodeList, h("li.hint", {}, msg));
-      return;
-    }
     this.loadNodes();
   }
 
@@ -110,11 +113,11 @@ export class SchedulesPane extends Pane {
     replace(this.nodeList, shown.map((n) => h("li", {},
       h("button.sched-node", { type: "button", dataset: { index: String(n.index) },
         "aria-pressed": String(this.node?.index === n.index),
-        title: `${n.name}\nlayers: ${(n.spans ?? []).join(", ") || "none"}`,
+        title: `${n.name}\nlayers: ${layerSummary(n.spans ?? []) || "none"}`,
         on: { click: () => this.openNode(n.index) } },
       h("span.sched-node-name", {}, n.name ?? n.func_name ?? `node ${n.index}`),
-      h("span.sched-node-meta", {}, `#${n.index} · ${(n.ops ?? []).join(", ")} · ${n.num_steps} steps`),
-      (n.spans ?? []).length ? h("span.sched-node-spans", {}, n.spans.join(", ")) : null))));
+      h("span.sched-node-meta", {}, `#${n.index} · ${(n.ops ?? []).join(", ")} · ${n.num_steps} steps${callsText(n.num_calls)}`),
+      (n.spans ?? []).length ? h("span.sched-node-spans", {}, layerSummary(n.spans)) : null))));
   }
 
   emptyMessage() {
@@ -132,17 +135,21 @@ export class SchedulesPane extends Pane {
     return this.records.get(`${runId}:${index}`, () => api.schedule(runId, index));
   }
 
+  /** Open the kernel graph node `index` calls (any of its call sites). */
   async openNode(index, step = 0) {
     const seq = ++this.openSeq;
-    for (const b of this.nodeList.querySelectorAll(".sched-node")) {
-      b.setAttribute("aria-pressed", String(Number(b.dataset.index) === index));
+    if (this.node?.index !== index) {
+      replace(this.detail, h("p.hint", {}, "loading schedule (its steps are made the first time a kernel is opened)…"));
     }
-    this.nodeList.querySelector(`.sched-node[data-index="${index}"]`)?.scrollIntoView({ block: "nearest" });
-    if (this.node?.index !== index) replace(this.detail, h("p.hint", {}, "loading schedule…"));
     try {
       const { node, steps } = await this.record(index);
       if (seq !== this.openSeq) return;
-      this.node = { ...node, index };
+      for (const b of this.nodeList.querySelectorAll(".sched-node")) {
+        b.setAttribute("aria-pressed", String(Number(b.dataset.index) === node.index));
+      }
+      this.nodeList.querySelector(`.sched-node[data-index="${node.index}"]`)?.scrollIntoView({ block: "nearest" });
+      this.node = node;
+      this.callIndex = (node.calls ?? []).some((c) => c.index === index) ? index : node.index;
       this.steps = steps;
       this.buildDetail();
       this.goto(Math.min(Math.max(0, step), steps.length - 1));
@@ -172,15 +179,19 @@ export class SchedulesPane extends Pane {
     this.nestZoom = new ZoomPan(this.loopNest, { label: "nest", wheelNeedsCtrl: true,
       apply: (scale) => { this.loopNest.style.fontSize = `${(12 * scale).toFixed(2)}px`; } });
     const ops = (node.ops ?? []).join(" → ");
-    const manyLayers = (node.spans ?? []).length > COMPACT;
-    const layers = (node.spans ?? []).map((name) => h("li", {}, h("button.chip.layer-link", { type: "button",
-      title: "Highlight this frontend layer", on: { click: () => this.hub.emit(TOPIC.LAYER_SELECTED, { name }) } }, name)));
+    const calls = node.calls?.length ? node.calls : [{ index: node.index, spans: node.spans ?? [] }];
+    this.layersBox = h("ul.chip-list.sched-layers", { "data-testid": "schedule-layers" });
+    this.callsBox = h(`ul.chip-list.sched-calls${calls.length > COMPACT ? ".compact" : ""}`,
+      { "aria-label": `Call sites (${calls.length})`, "data-testid": "schedule-calls", hidden: calls.length < 2 },
+      h("li.hint-inline", {}, "calls"),
+      calls.map((c) => h("li", {}, h("button.chip.call-site", { type: "button", dataset: { index: String(c.index) },
+        title: `graph node #${c.index}: ${c.spans.length} layers`, on: { click: () => this.showCall(c.index) } }, `#${c.index}`))));
     replace(this.detail,
       h("div.sched-head", {},
         h("strong.sched-title", { "data-testid": "schedule-title" }, node.name ?? node.func_name ?? ""),
-        h("span.sched-ops", { title: ops }, `#${node.index} · ${(node.ops ?? []).length} ops · ${ops}`),
-        layers.length ? h(`ul.chip-list.sched-layers${manyLayers ? ".compact" : ""}`,
-          { "aria-label": `Frontend layers (${layers.length})`, "data-testid": "schedule-layers" }, layers) : null),
+        h("span.sched-ops", { title: ops }, `#${node.index} · ${(node.ops ?? []).length} ops · ${ops}${callsText(calls.length)}`),
+        this.callsBox,
+        this.layersBox),
       h("div.sched-stepper", {},
         h("button.btn.small", { type: "button", "aria-label": "Previous step", on: { click: () => this.goto(this.k - 1) } }, "◀"),
         this.slider,
@@ -198,6 +209,25 @@ export class SchedulesPane extends Pane {
           h("div.sched-section-head", {}, this.teddTabs, h("span.spacer"), this.teddZoom.controls),
           this.svgBox)));
     this.nestZoom.set(1);
+    this.showCall(this.callIndex);
+  }
+
+  /** The frontend layers of one call site of the open kernel (each call has its own). */
+  showCall(index) {
+    const calls = this.node.calls?.length ? this.node.calls : [{ index: this.node.index, spans: this.node.spans ?? [] }];
+    const call = calls.find((c) => c.index === index) ?? calls[0];
+    this.callIndex = call.index;
+    for (const b of this.callsBox.querySelectorAll(".call-site")) {
+      const on = Number(b.dataset.index) === call.index;
+      b.setAttribute("aria-pressed", String(on));
+      if (on) revealInRow(this.callsBox, b);
+    }
+    this.layersBox.classList.toggle("compact", call.spans.length > COMPACT);
+    this.layersBox.setAttribute("aria-label", `Frontend layers of node #${call.index} (${call.spans.length})`);
+    this.layersBox.hidden = !call.spans.length;
+    replace(this.layersBox, call.spans.map((name) => h("li", {}, h("button.chip.layer-link", { type: "button",
+      title: "Highlight this frontend layer", on: { click: () => this.hub.emit(TOPIC.LAYER_SELECTED, { name }) } }, name))));
+    if (this.steps.length) this.ctx.url.patch({ [K.SCHEDULE]: call.index });
   }
 
   async goto(k) {
@@ -216,7 +246,7 @@ export class SchedulesPane extends Pane {
       else c.removeAttribute("aria-current");
     }
     this.python.textContent = step.python ?? "";
-    this.ctx.url.patch({ [K.SCHEDULE]: this.node.index, [K.STEP]: this.k });
+    this.ctx.url.patch({ [K.SCHEDULE]: this.callIndex, [K.STEP]: this.k });
     const prev = this.k > 0 ? this.steps[this.k - 1].loop_nest : step.loop_nest;
     const seq = ++this.renderSeq;
     const lines = await diffLines(prev ?? "", step.loop_nest ?? "");
@@ -302,6 +332,21 @@ export class SchedulesPane extends Pane {
     next.focus();
     this.openNode(Number(next.dataset.index));
   }
+}
+
+/** Past this many layers a kernel's list entry names the first ones and counts the rest. */
+const LISTED_LAYERS = 24;
+
+/** "a, b, c" or "a, b, … (+9,998 layers)" for a kernel shared by thousands of calls. */
+function layerSummary(spans) {
+  if (spans.length <= LISTED_LAYERS) return spans.join(", ");
+  const rest = (spans.length - LISTED_LAYERS).toLocaleString("en-US");
+  return `${spans.slice(0, LISTED_LAYERS).join(", ")}, … (+${rest} layers)`;
+}
+
+/** " · 16 calls" for a kernel shared by several graph nodes, else "". */
+function callsText(n) {
+  return n > 1 ? ` · ${n} calls` : "";
 }
 
 /** Scroll a one-row list (only it, never the page) so that `item` is in view. */

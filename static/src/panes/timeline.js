@@ -120,7 +120,9 @@ export class TimelinePane extends Pane {
     const done = model.doneCount();
     const planned = model.planned && done <= model.planned ? model.planned : null;
     const building = model.build === "running";
-    const fraction = model.finished ? 1 : planned && !building ? done / planned : null;
+    const lowering = building ? model.buildProgress : null;
+    const fraction = model.finished ? 1 : lowering?.total ? lowering.done / lowering.total
+      : planned && !building ? done / planned : null;
     this.progressBar.style.width = fraction === null ? "30%" : `${(fraction * 100).toFixed(1)}%`;
     this.progressBar.classList.toggle("indeterminate", fraction === null);
     this.root.dataset.status = model.status;
@@ -129,7 +131,8 @@ export class TimelinePane extends Pane {
     this.root.dataset.queued = model.queued ? "true" : "false";
     this.progressText.textContent = model.queueLabel?.() ?? (model.finished
       ? `${model.status} · ${done} passes`
-      : building ? `building · ${done} passes` : `running · ${count}`);
+      : building ? `building · ${lowering ? `${lowering.done}/${lowering.total} calls` : `${done} passes`}`
+        : `running · ${count}`);
   }
 
   renderFailure(model) {
@@ -221,7 +224,10 @@ function fillRow(el, row, maxMs) {
 }
 
 function buildState(b, model) {
-  if (b === "running") return { key: "running", marker: "running", text: "building…" };
+  if (b === "running") {
+    const progress = model.buildProgressLabel();
+    return { key: "running", marker: "running", text: progress ? `building… ${progress}` : "building…" };
+  }
   if (b?.failed) return { key: "failed", marker: "failed", text: `failed: ${b.message}` };
   if (b?.cancelled) return { key: "stopped", marker: "stopped", text: "cancelled" };
   if (b) return { key: "done", marker: "changed", text: `${b.num_kernels} kernels · schedules ▸` };

@@ -13,13 +13,16 @@ from engine.runtime.ndarray import NDArray
 
 def import_onnx(model: ModelSource, shape: Mapping[str, Pin] | None = None,
                 dtype: str | Mapping[str, str] = "float32", opset: int | None = None,
-                freeze_params: bool = True) -> ImportResult:
+                freeze_params: bool = True, external_data: bool = True) -> ImportResult:
     """Import an ONNX model (ModelProto, bytes or path) into an ImportResult. `shape` pins
     an input's shape; a sequence input's, a list of its element shapes; an optional
-    input's, None when it is empty."""
-    proto, base_dir = read_source(model)
-    load_external_data(proto, base_dir)
-    mod, params, graph, warnings = OnnxImporter(proto, shape, dtype, opset, freeze_params).run()
+    input's, None when it is empty. From a path, big initializers stay in the file
+    (memory-mapped constants, weights.py), external data files beside it included;
+    `external_data=False` refuses external data (an upload reads no other file)."""
+    proto, base_dir, refs = read_source(model)
+    load_external_data(proto, base_dir if external_data else None, refs)
+    mod, params, graph, warnings = OnnxImporter(proto, shape, dtype, opset, freeze_params,
+                                                refs).run()
     return ImportResult(mod, params, "onnx", graph, tuple(warnings))
 
 

@@ -69,6 +69,7 @@ from engine.relay.frontend.onnx.scope import EMPTY_OPTIONAL, Scope
 from engine.relay.frontend.onnx.shapes import TensorInfo, infer_tensor_info, light_model
 from engine.relay.frontend.onnx.table import NodeContext, Subgraph, lookup, supported_ops
 from engine.relay.frontend.onnx.util import onnx_dtype
+from engine.relay.frontend.onnx.weights import MappedRef, mapped_source, read_ref
 from engine.runtime.ndarray import NDArray
 
 MIN_OPSET, MAX_OPSET = 1, onnx.defs.onnx_opset_version()
@@ -120,8 +121,10 @@ class OnnxImporter:
     """Converts one ModelProto; `run()` returns (mod, params, graph, warnings)."""
 
     def __init__(self, model: onnx.ModelProto, shape: Mapping[str, Pin] | None,
-                 dtype: str | Mapping[str, str], opset: int | None, freeze_params: bool) -> None:
+                 dtype: str | Mapping[str, str], opset: int | None, freeze_params: bool,
+                 mapped: Mapping[str, MappedRef] | None = None) -> None:
         self.model = model
+        self.mapped = dict(mapped or {})  # initializers left in their file (weights.py)
         self.graph = model.graph
         self.pinned = {k: None if v is None else list(v) for k, v in (shape or {}).items()}
         self.dtype = dtype
@@ -295,14 +298,29 @@ class OnnxImporter:
         check_elements(dims, f"input {info.name!r}")
         return TensorType(dims, self._input_dtype(info, declared))
 
+    def _initializer(self, init: onnx.TensorProto) -> NDArray:
+        """An initializer's value: memory-mapped when it stayed in its file, else read."""
+        ref = self.mapped.get(init.name)
+        if ref is None:
+            return NDArray(tensor_to_array(init, f"initializer {init.name!r}"))
+        check_elements(init.dims, f"initializer {init.name!r}")
+        source = mapped_source(init, ref)
+        if source is not None:
+            return NDArray(source)
+        plain = onnx.TensorProto()
+        plain.CopyFrom(init)
+        plain.data_location = onnx.TensorProto.DEFAULT
+        plain.raw_data = read_ref(ref, init.name)
+        return NDArray(tensor_to_array(plain, f"initializer {init.name!r}"))
+
     def _make_initializers(self) -> None:
         for init in self.graph.initializer:
-            array = tensor_to_array(init, f"initializer {init.name!r}")
+            array = self._initializer(init)
             if self.freeze_params:
-                self.tensors[init.name] = relay.const(array, str(array.dtype))
+                self.tensors[init.name] = Constant(array)
             else:
-                self.params[init.name] = NDArray(array)
-                var = relay.var(init.name, shape=array.shape, dtype=str(array.dtype))
+                self.params[init.name] = array
+                var = relay.var(init.name, shape=array.shape, dtype=array.dtype)
                 self.param_vars[init.name] = var
                 self.tensors[init.name] = var
 
@@ -312,7 +330,8 @@ class OnnxImporter:
         self.layers.append(res.layer_entry(
             layer, node.op_type, [i for i in node.input if i], [o for o in node.output if o],
             {k: v for k, v in attrs.items() if not isinstance(v, onnx.AttributeProto)}))
-        values = [x.data.numpy() if isinstance(x, Constant) else None for x in inputs]
+        values = [x.data.numpy() if isinstance(x, Constant) and x.data.lazy is None else None
+                  for x in inputs]  # a weight left in its file is not folded at import
         folded = fold_node(node, values, self.opset)
         if folded is not None:
             outputs: list[Any] = [relay.const(v, str(v.dtype)) for v in folded]

@@ -19,6 +19,7 @@ from engine.relay.frontend.common import (
     UnsafeModelError,
     check_elements,
 )
+from engine.relay.frontend.onnx.weights import MAP_MIN_BYTES, MappedRef, read_ref, strip_weights
 
 ModelSource = bytes | bytearray | memoryview | str | os.PathLike | onnx.ModelProto
 
@@ -38,39 +39,50 @@ def decode_model(data: bytes) -> onnx.ModelProto:
     return model
 
 
-def read_source(source: ModelSource) -> tuple[onnx.ModelProto, Path | None]:
-    """The ModelProto and the folder its external data may live in (None for bytes)."""
+def read_source(source: ModelSource) -> tuple[onnx.ModelProto, Path | None,
+                                             dict[str, MappedRef]]:
+    """The ModelProto, the folder its external data may live in (None for bytes), and
+    where the big initializers a file holds inline lie in it (weights.py: a file's are
+    left there, not copied)."""
     if isinstance(source, onnx.ModelProto):
-        return source, None
+        return source, None, {}
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return decode_model(bytes(source)), None
-    path = Path(source)
+        return decode_model(bytes(source)), None, {}
+    path = Path(source).resolve()
     try:
-        data = path.read_bytes()
+        data, refs = strip_weights(path)
     except OSError as err:
         raise CorruptModelError(f"cannot read {path.name}: {err.strerror}") from None
-    return decode_model(data), path.resolve().parent
+    return decode_model(data), path.parent, refs
 
 
-def _external_tensors(graph: onnx.GraphProto) -> Iterable[TensorProto]:
-    yield from graph.initializer
+def _external_tensors(graph: onnx.GraphProto, main: bool = True
+                      ) -> Iterable[tuple[TensorProto, bool]]:
+    """Every tensor of the model, with whether it is an initializer of the main graph."""
+    for tensor in graph.initializer:
+        yield tensor, main
     for node in graph.node:
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR:
-                yield attr.t
+                yield attr.t, False
             for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
-                yield from _external_tensors(sub)
+                yield from _external_tensors(sub, False)
 
 
 def _external_info(tensor: TensorProto) -> dict[str, str]:
     return {entry.key: entry.value for entry in tensor.external_data}
 
 
-def load_external_data(model: onnx.ModelProto, base_dir: Path | None) -> None:
-    """Inline tensors stored in external files, refusing any path outside `base_dir`."""
-    for tensor in _external_tensors(model.graph):
+def load_external_data(model: onnx.ModelProto, base_dir: Path | None,
+                       refs: dict[str, MappedRef] | None = None) -> None:
+    """Resolve tensors stored in external files, refusing any path outside `base_dir`
+    (None: the model may read no other file). With `refs`, a big initializer of the main
+    graph is noted there (mapped by the importer, never read here); others are inlined."""
+    for tensor, initializer in _external_tensors(model.graph):
         if tensor.data_location != TensorProto.EXTERNAL:
             continue
+        if refs is not None and tensor.name in refs and not tensor.external_data:
+            continue  # stripped from the model file itself (weights.py)
         info = _external_info(tensor)
         location = info.get("location", "")
         if base_dir is None:
@@ -84,24 +96,31 @@ def load_external_data(model: onnx.ModelProto, base_dir: Path | None) -> None:
             raise UnsafeModelError(
                 f"tensor {tensor.name!r} points to external data {location!r} outside the "
                 "model's folder; refused")
+        if not target.is_file():
+            raise CorruptModelError(f"cannot read external data of {tensor.name!r}: no file "
+                                    f"{location!r} beside the model")
         check_elements(tensor.dims, f"initializer {tensor.name!r}")
-        tensor.raw_data = _read_chunk(target, tensor.name, info)
+        ref = _external_ref(target, tensor.name, info)
+        if refs is not None and initializer and ref.length >= MAP_MIN_BYTES:
+            refs[tensor.name] = ref
+            continue
+        tensor.raw_data = read_ref(ref, tensor.name)
         del tensor.external_data[:]
         tensor.data_location = TensorProto.DEFAULT
 
 
-def _read_chunk(target: Path, name: str, info: dict[str, str]) -> bytes:
+def _external_ref(target: Path, name: str, info: dict[str, str]) -> MappedRef:
+    """Where an external tensor's bytes are (its whole file from `offset` when no
+    `length` is given)."""
     try:
         offset = int(info.get("offset", "0") or 0)
-        length = int(info["length"]) if info.get("length") else -1
-        with open(target, "rb") as handle:
-            handle.seek(offset)
-            data = handle.read(length) if length >= 0 else handle.read()
+        size = target.stat().st_size
+        length = int(info["length"]) if info.get("length") else size - offset
     except (OSError, ValueError) as err:
         raise CorruptModelError(f"cannot read external data of {name!r}: {err}") from None
-    if length >= 0 and len(data) != length:
+    if offset < 0 or length < 0 or offset + length > size:
         raise CorruptModelError(f"external data of {name!r} is truncated")
-    return data
+    return MappedRef(target, offset, length)
 
 
 def tensor_to_array(tensor: TensorProto, what: str) -> np.ndarray:

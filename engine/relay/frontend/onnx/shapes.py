@@ -36,7 +36,7 @@ def _light_graph(graph: onnx.GraphProto, pinned: Mapping[str, Sequence[int]],
         count = 1
         for d in tensor.dims:
             count *= d
-        if count <= _KEEP_INITIALIZER_ELEMENTS:
+        if count <= _KEEP_INITIALIZER_ELEMENTS and tensor.data_location != onnx.TensorProto.EXTERNAL:
             initializers.append(tensor)
             if tensor.name in declared:  # IR < 4 lists every initializer as an input too
                 inputs.append(declared[tensor.name])

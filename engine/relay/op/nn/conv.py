@@ -26,6 +26,7 @@ from engine.relay.op.op import OUT_ELEMWISE_FUSABLE, TypeRelationError, define_o
 
 CONV2D_KEY = "relay.attrs.Conv2DAttrs"
 CONV2D_TRANSPOSE_KEY = "relay.attrs.Conv2DTransposeAttrs"
+_CHANNELS_LAST_PLANE = 32 * 32  # output planes up to this size: depthwise runs channels-last
 
 
 def _kernel_oihw(weight: TensorType, attrs: Attrs) -> tuple[Dim, Dim, Dim, Dim]:
@@ -77,7 +78,12 @@ def pad_nchw(x: np.ndarray, padding: tuple[int, int, int, int], value: float = 0
     top, left, bottom, right = padding
     if not any(padding):
         return x
-    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
+    if min(padding) < 0:
+        return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
+    n, c, h, w = x.shape
+    out = np.full((n, c, top + h + bottom, left + w + right), value, dtype=x.dtype)
+    out[:, :, top:top + h, left:left + w] = x  # one copy (np.pad's general path is slower)
+    return out
 
 
 def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
@@ -89,6 +95,8 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
     top, left, bottom, right = padding
     oh = (h + top + bottom - dilation[0] * (kh - 1) - 1) // strides[0] + 1
     ow = (wd + left + right - dilation[1] * (kw - 1) - 1) // strides[1] + 1
+    if ig == 1 and groups == c and min(padding) >= 0:
+        return _depthwise(x, w, padding, oh, ow, strides, dilation)
     xp = pad_nchw(x, padding)
     if groups == 1 and kh == kw == 1:
         xs = xp[:, :, ::strides[0], ::strides[1]][:, :, :oh, :ow].reshape(n, c, oh * ow)
@@ -97,25 +105,75 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
     if groups == 1:
         cols = win.reshape(n, c * kh * kw, oh * ow)
         return np.matmul(w.reshape(o, -1), cols).reshape(n, o, oh, ow)
-    if ig == 1 and groups == c:
-        return _depthwise(win, w, n, c, o, oh, ow)
     gcols = win.reshape(n, groups, ig * kh * kw, oh * ow)
     out = np.matmul(w.reshape(groups, o // groups, ig * kh * kw), gcols)
     return out.reshape(n, o, oh, ow)
 
 
-def _depthwise(win: np.ndarray, w: np.ndarray, n: int, c: int, o: int, oh: int, ow: int
-               ) -> np.ndarray:
-    """Depthwise conv: one multiply-add over the whole tensor per kernel tap."""
-    mult = o // c
-    kh, kw = w.shape[2], w.shape[3]
-    dtype = accumulator_dtype(win, w)
-    win, wk = win.astype(dtype, copy=False), w.reshape(c, mult, kh, kw).astype(dtype, copy=False)
-    acc = np.zeros((n, c, mult, oh, ow), dtype=dtype)
-    for i in range(kh):
-        for j in range(kw):
-            acc += win[:, :, None, i, j] * wk[None, :, :, i, j, None, None]
-    return acc.reshape(n, o, oh, ow)
+def _depthwise(x: np.ndarray, w: np.ndarray, padding: tuple[int, int, int, int], oh: int,
+               ow: int, strides: tuple[int, int], dilation: tuple[int, int]) -> np.ndarray:
+    """Depthwise conv of NCHW data (OIHW kernel, O = C x multiplier; padding >= 0): each
+    kernel tap is one multiply and one add over the whole tensor into preallocated
+    buffers. Small planes run channels-last (the long channel axis innermost), large ones
+    channels-first; with a row stride of 1, output rows are computed as wide as the padded
+    row (columns past `ow` dropped at the end), so a tap reads one run of each flat plane."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    (sh, sw), (dh, dw) = strides, dilation
+    dtype = accumulator_dtype(x, w)
+    wk = w.reshape(c, o // c, kh, kw).astype(dtype, copy=False)
+    last = oh * ow <= _CHANNELS_LAST_PLANE
+    pw = -(-(padding[1] + wd + padding[3]) // sw) * sw
+    width = pw // sw if sh == 1 else ow  # output columns computed per row
+    reach = ((kh - 1) * dh + sh * (oh - 1)) * pw + (kw - 1) * dw + sw * (width - 1) + 1
+    ph = max(padding[0] + h + padding[2], -(-reach // pw))
+    planes = _padded(x, padding, ph, pw, last, dtype)
+    flat = planes.reshape((n, ph * pw, c) if last else (n, c, ph * pw))
+    shape = (n, oh, width, c, o // c) if last else (n, c, o // c, oh, width)
+    acc, tmp = np.empty(shape, dtype), np.empty(shape, dtype)
+    for tap, (i, j) in enumerate((i, j) for i in range(kh) for j in range(kw)):
+        view = _tap(planes, flat, i * dh, j * dw, oh, width, strides, last)
+        weight = wk[:, :, i, j] if last else wk[None, :, :, i, j, None, None]
+        np.multiply(view, weight, out=acc if tap == 0 else tmp)
+        if tap:
+            acc += tmp
+    if last:
+        return acc.reshape(n, oh, width, o)[:, :, :ow].transpose(0, 3, 1, 2)
+    return acc.reshape(n, o, oh, width)[..., :ow]
+
+
+def _tap(planes: np.ndarray, flat: np.ndarray, row: int, col: int, oh: int, width: int,
+         strides: tuple[int, int], last: bool) -> np.ndarray:
+    """The inputs of one kernel tap (offset `row`, `col`) for every output, shaped for
+    `_depthwise`'s accumulator (a channel-multiplier axis of 1 included)."""
+    sh, sw = strides
+    if sh == 1:  # rows `pw` apart are `width * sw` apart: one strided run of the flat plane
+        start = row * (planes.shape[2] if last else planes.shape[3]) + col
+        run = slice(start, start + sw * (oh * width - 1) + 1, sw)
+        view = flat[:, run, :] if last else flat[:, :, run]
+        shape = (flat.shape[0], oh, width, -1) if last else (flat.shape[0], -1, oh, width)
+        view = view.reshape(shape)
+    else:
+        rows = slice(row, row + sh * (oh - 1) + 1, sh)
+        cols = slice(col, col + sw * (width - 1) + 1, sw)
+        view = planes[:, rows, cols, :] if last else planes[:, :, rows, cols]
+    return view[..., None] if last else view[:, :, None]
+
+
+def _padded(x: np.ndarray, padding: tuple[int, int, int, int], rows: int, cols: int,
+            last: bool, dtype: np.dtype) -> np.ndarray:
+    """NCHW `x` zero-padded to `rows` x `cols` (top-left padding as given), stored NHWC
+    when `last`: one copy, and only the borders are zeroed."""
+    n, c, h, wd = x.shape
+    top, left = padding[0], padding[1]
+    buf = np.empty((n, rows, cols, c) if last else (n, c, rows, cols), dtype)
+    plane = buf.transpose(0, 3, 1, 2) if last else buf
+    plane[:, :, :top] = 0
+    plane[:, :, top + h:] = 0
+    plane[:, :, top:top + h, :left] = 0
+    plane[:, :, top:top + h, left + wd:] = 0
+    plane[:, :, top:top + h, left:left + wd] = x
+    return buf
 
 
 def _kernel_to_oihw(w: np.ndarray, layout: str, groups: int) -> np.ndarray:

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Upload to first snapshot over a real socket: `explorer serve` on a port, the model
+POSTed as multipart by an HTTP client (requests, streaming the file), then `start_run`
+over Socket.IO (python-socketio's client, websocket transport) as the page's autorun does,
+until `run_started` brings the first snapshot; the same for each model, `--repeat` times
+(median), the server restarted each time (no warm caches but the OS's).
+
+    .venv/bin/python bench/bench_upload.py [--models resnet50,bert12] [--repeat 3] [--no-write]
+
+Budgets (issue 21): ResNet-50 (98 MB) <= 0.8 s, BERT-12 (418 MB) <= 2.5 s. Also printed:
+the POST alone (the stream into the store, its hash, the probe child's import and the
+stored snapshot) and start_run -> run_started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import model_path, report  # noqa: E402
+from _served import ServedExplorer  # noqa: E402
+
+COLUMNS = ["model", "file_mb", "first_snapshot_s", "runs", "post_s", "start_to_first_s",
+           "peak_rss_tree_mb"]
+
+
+def warm_up(server: ServedExplorer) -> None:
+    """A server is up before its first upload: one small model through it first (the
+    probe and run children's fork server has then preloaded the engine)."""
+    import requests
+
+    with open(model_path("mlp"), "rb") as handle:
+        requests.post(f"{server.base}/api/sessions", files={"file": ("mlp.onnx", handle)},
+                      timeout=600).raise_for_status()
+
+
+def once(path: Path) -> tuple[float, float, float, float]:
+    import requests
+
+    with ServedExplorer() as server:
+        client = server.socket()
+        warm_up(server)
+        start = time.perf_counter()
+        with open(path, "rb") as handle:
+            resp = requests.post(f"{server.base}/api/sessions",
+                                 files={"file": (path.name, handle)}, timeout=600)
+        posted = time.perf_counter()
+        resp.raise_for_status()
+        sid = resp.json()["session"]["id"]
+        times = server.run(sid, {"opt_level": 3, "build": False}, client=client)
+        first = posted + times.first_event_s
+        return first - start, posted - start, times.first_event_s, server.peak_rss_mb[1]
+
+
+def bench(name: str, repeat: int) -> dict[str, Any]:
+    path = model_path(name)
+    runs = [once(path) for _ in range(repeat)]
+    firsts = [r[0] for r in runs]
+    return {"model": name, "file_mb": path.stat().st_size / 2**20,
+            "first_snapshot_s": statistics.median(firsts),
+            "runs": ", ".join(f"{v:.3f}" for v in firsts),
+            "post_s": statistics.median(r[1] for r in runs),
+            "start_to_first_s": statistics.median(r[2] for r in runs),
+            "peak_rss_tree_mb": max(r[3] for r in runs)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="resnet50,bert12")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args(argv)
+    rows = [bench(name, args.repeat) for name in args.models.split(",")]
+    load = Path("/proc/loadavg").read_text().split()[0]
+    report("upload", "Upload to first snapshot over a real socket", COLUMNS, rows,
+           notes=[f"load average {load} at the end",
+                  "budgets (issue 21): ResNet-50 <= 0.8 s, BERT-12 <= 2.5 s"],
+           write=not args.no_write)
+
+
+if __name__ == "__main__":
+    main()
