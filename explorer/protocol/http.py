@@ -291,6 +291,38 @@ class ScheduleDetail(TypedDict):
     steps: list[ScheduleStep]
 
 
+RemarkRecord = TypedDict("RemarkRecord", {
+    "pass": str, "kind": str, "rule": str, "message": str, "node_id": int, "op": str,
+    "layers": list[str], "args": dict[str, Any]})
+"""One optimization remark as a run stores it: `kind` applied / missed / analysis, the rule
+that decided, the node it is about (0: none) with its op and layers; `pass` is the pass's
+name."""
+
+
+class RemarkEntry(RemarkRecord):
+    """A remark as the API answers it: with the index of its pass in the run."""
+
+    pass_index: int
+
+
+class PassRemarks(TypedDict):
+    """The remarks of one pass as a run stores (and exports) them: at most 5000 of `count`."""
+
+    count: int
+    remarks: list[RemarkRecord]
+
+
+class RemarkList(TypedDict):
+    """GET /api/runs/<rid>/remarks[?pass=I][&node=N]: `count` how many the passes made
+    (a pass keeps at most 5000); with `node`, the remarks about it by id or by the layers
+    its spans name (`layers`)."""
+
+    remarks: list[RemarkEntry]
+    count: int
+    node_id: NotRequired[int]
+    layers: NotRequired[list[str]]
+
+
 # --- socket requests and acks -----------------------------------------------------------------
 class StartRunRequest(TypedDict):
     session_id: str
@@ -356,9 +388,11 @@ class ScheduleRecord(KernelFields):
 
 
 class RunArtifacts(TypedDict, total=False):
-    """The artifacts of a run export (`schedules`: every kernel of a built run)."""
+    """The artifacts of a run export (`schedules`: every kernel of a built run; `remarks`:
+    by pass index, the remarks of each pass that made some)."""
 
     schedules: list[ScheduleRecord]
+    remarks: dict[str, PassRemarks]
 
 
 class RunExport(TypedDict):

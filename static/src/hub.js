@@ -16,6 +16,7 @@ export const TOPIC = Object.freeze({
   CLEAR: "clear",
   BREAKPOINTS: "breakpoints",
   BREAKPOINT_TOGGLE: "breakpoint:toggle",
+  REMARKS: "remarks",
 });
 
 /**
@@ -73,6 +74,14 @@ export const TOPIC = Object.freeze({
  */
 
 /**
+ * The remarks of the compared pass, for the diff to show at their expressions' lines.
+ * @typedef {Object} Remarks
+ * @property {number} left snapshot id
+ * @property {(number|null)} right snapshot id
+ * @property {Array<import("./protocol.js").RemarkEntry>} remarks
+ */
+
+/**
  * Escape: drop the expression / layer selection (no fields).
  * @typedef {Object} Clear
  */
@@ -104,6 +113,7 @@ export const TOPIC = Object.freeze({
  *   "clear": Clear,
  *   "breakpoints": Breakpoints,
  *   "breakpoint:toggle": BreakpointToggle,
+ *   "remarks": Remarks,
  * }} TopicPayloads
  */
 

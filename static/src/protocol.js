@@ -49,6 +49,11 @@ export const ROUTES = Object.freeze({
   exportRun: (rid) => `/api/runs/${enc(rid)}/export`,
   /** RunImported */
   importRun: () => "/api/runs/import",
+  /** RemarkList: the remarks of a run, of one pass (`pass`) or about one node (`node`). */
+  remarks: (rid, { pass = null, node = null } = {}) => `/api/runs/${enc(rid)}/remarks`
+    + (pass !== null ? `?pass=${enc(pass)}` : node !== null ? `?node=${enc(node)}` : ""),
+  /** A zip: the reproducer of one pass (before.relay + constants, inputs, a pytest file). */
+  reproducer: (rid, index) => `/api/runs/${enc(rid)}/passes/${enc(index)}/reproducer`,
   /** PassList: the registered passes, for the on/off list. */
   passes: () => "/api/passes",
 });

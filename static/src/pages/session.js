@@ -10,6 +10,7 @@ import { GraphPane } from "../panes/graph.js";
 import { LayersPane } from "../panes/layers.js";
 import { NumericsBanner, TensorPane, numericsBreak } from "../panes/numerics.js";
 import { OptionsPane } from "../panes/options.js";
+import { PassDebugPane } from "../panes/pass-debug.js";
 import { PinShapes, symbolicInputs } from "../panes/pin-shapes.js";
 import { ProvenancePane } from "../panes/provenance.js";
 import { SchedulesPane } from "../panes/schedules.js";
@@ -79,6 +80,7 @@ export class SessionPage {
     this.layers = new LayersPane(this.hub, this.ctx);
     this.numerics = new NumericsBanner(this.hub, this.ctx);
     this.tensor = new TensorPane(this.hub, this.ctx);
+    this.passDebug = new PassDebugPane(this.hub, this.ctx);
     this.tabBar = h("div.tabs", { role: "tablist" },
       this.columnToggle("left", "◧", "Show or hide the passes column"),
       TABS.map(([key, label]) =>
@@ -127,6 +129,7 @@ export class SessionPage {
       this.graphDock.hidden = false;
       this.tabBar.querySelector("[data-testid=toggle-graph]").setAttribute("aria-pressed", "true");
     }
+    this.passDebug.mount(right);
   }
 
   wire() {
