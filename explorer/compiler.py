@@ -28,6 +28,7 @@ from engine.relay.backend.build_module import (
 )
 from engine.relay.backend.kernel_source import kernel_source, relower
 from engine.relay.printer import SourceMapTable, print_ir
+from engine.relay.printer import table as source_map_table  # the source map's columns
 from engine.relay.qnn import transform as qnn_transform  # registers qnn.CanonicalizeOps
 from engine.relay.testing.numerics import NumericsChecker, dataflow_node, make_inputs, tap_values
 from engine.relay.testing.reproducer import PassSpec, write_reproducer
@@ -46,9 +47,14 @@ ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.rel
 """What the probe and run processes import up front (their fork server preloads these
 once; one that cannot be imported is skipped there)."""
 
-__all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext", "dataflow_node", "make_inputs", "tap_values", "bind_params", "check_types",
-           "PassInstrument", "PassSpec", "SourceMapTable", "compile_module", "frame_remarks", "load_model", "model_inputs",
-           "kernel_source", "kernel_steps", "kernels", "pass_context", "plan", "print_snapshot", "qnn_transform", "registered_passes", "relay_with_constants", "run_passes", "transform", "write_reproducer"]
+__all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "bind_params", "check_types",
+           "compile_module", "Compiled", "dataflow_node", "frame_remarks",
+           "GraphExecutorFactoryModule", "Imported", "IRModule", "kernel_source",
+           "kernel_steps", "kernels", "load_model", "make_inputs", "model_inputs",
+           "NumericsChecker", "pass_context", "PassContext", "PassInstrument", "PassSpec",
+           "plan", "print_snapshot", "qnn_transform", "registered_passes",
+           "relay_with_constants", "run_passes", "source_map_table", "SourceMapTable",
+           "tap_values", "transform", "write_reproducer"]
 
 
 @dataclasses.dataclass(slots=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 from flask import Response, current_app
 
-from engine.relay.printer.table import SourceMapTable
+from explorer.compiler import SourceMapTable
 from explorer.nodediff import ExprTree, TreeNode, operands
 from explorer.protocol.http import GraphGroup, GraphNode, SnapshotGraph
 from explorer.store import Store

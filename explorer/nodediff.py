@@ -19,19 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from engine.relay.printer.table import (
-    END_COL,
-    END_LINE,
-    KIND,
-    NODE,
-    OP,
-    REF,
-    SPANS,
-    START_COL,
-    START_LINE,
-    SourceMapTable,
-)
 from explorer.compiler import COUNTED_KINDS as COUNTED
+from explorer.compiler import SourceMapTable
+from explorer.compiler import source_map_table as _columns
+
+END_COL, END_LINE, START_COL, START_LINE = (_columns.END_COL, _columns.END_LINE,
+                                            _columns.START_COL, _columns.START_LINE)
+KIND, NODE, OP, REF, SPANS = _columns.KIND, _columns.NODE, _columns.OP, _columns.REF, _columns.SPANS
 
 _NOISE = re.compile(r"/\*.*?\*/|^%\d+ = |meta\[relay\.Constant\]\[\d+\]|\s+")
 
