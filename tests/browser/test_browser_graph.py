@@ -164,6 +164,12 @@ def test_selection_survives_switching_passes(browser: Any, server: str, resnet: 
         page.get_by_test_id("graph-side-by-side").check()
         page.wait_for_function(f"{PANE}.dataset.state === 'ready' && !!document.querySelector('[data-testid=graph-canvas-a]')")
         page.wait_for_function(f"{VIEW.format(side='a')}.marks.selected === '{key}'")
+        # one layout of both sides: a node both show sits at the same place on both
+        where = page.evaluate(f"""() => [{VIEW.format(side='a')}, {VIEW.format(side='b')}].map((v) =>
+          Object.fromEntries(v.layout.items.filter((i) => i.box.kind === 'node').map((i) => [i.key, [i.x, i.y]])))""")
+        shared = set(where[0]) & set(where[1])
+        assert key in shared
+        assert all(where[0][k] == where[1][k] for k in shared), [k for k in shared if where[0][k] != where[1][k]]
         assert not errors
 
 

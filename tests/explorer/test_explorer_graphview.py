@@ -138,7 +138,17 @@ import(process.argv[1]).then(({ GraphModel }) => {
   const before = m.ownerKey(conv.id);
   const revealed = m.reveal(conv.id);
   const fn = graph.groups.findIndex((g) => g.kind === "function");
-  console.log(JSON.stringify({ opened, before, revealed, after: m.ownerKey(conv.id),
+  // the edges between the boxes shown, counted the slow way: each operand's owner box
+  const slow = {};
+  for (const n of graph.nodes) for (const src of n.inputs) {
+    const a = m.byId.has(src) ? m.ownerKey(src) : null; const b = m.ownerKey(n.id);
+    if (a && b && a !== b) slow[`${a}>${b}`] = (slow[`${a}>${b}`] ?? 0) + 1;
+  }
+  const fast = {};
+  for (const e of m.edges()) fast[`${e.from}>${e.to}`] = e.count;
+  const sizes = m.rollup(() => 1, (x, y) => x + y, 0);
+  console.log(JSON.stringify({ opened, before, revealed, after: m.ownerKey(conv.id), slow, fast,
+    sizesMatch: graph.groups.every((g, i) => g.size === sizes[i]),
     fnKey: m.ownerKey(graph.groups[fn].node_ids[1]), fn,
     search: m.search("max_pool").map((h) => h.id), byId: m.search(String(conv.id)).map((h) => h.id) }));
 });
@@ -171,5 +181,43 @@ def test_the_page_model_collapses_reveals_and_searches() -> None:
     assert out["fnKey"] == f"g{out['fn']}"
     pools = {n["id"] for n in nodes if n["op"] == "nn.max_pool2d"}
     assert set(out["search"]) >= pools and out["byId"] == [graph["nodes"][1]["id"]]
+    # edges aggregated per pair of boxes (after the reveal) equal the per-node count; group
+    # sizes fold up from the nodes
+    assert out["fast"] == out["slow"] and len(out["slow"]) > 1
+    assert out["sizesMatch"]
     for e in out["opened"]["edges"]:
         assert e["from"] != e["to"] and e["count"] >= 1
+
+
+UNION_JS = (Path(__file__).resolve().parents[2] / "static" / "src" / "graph" / "union.js").as_uri()
+UNION_SCRIPT = """
+import(process.argv[1]).then(({ unionOf }) => {
+  const node = (id) => ({ key: `n${id}`, kind: "node", id, group: null, label: "relu", sub: "",
+    expanded: false, children: [], members: 1 });
+  const group = (g, expanded, children) => ({ key: `g${g}`, kind: "group", id: null, group: g,
+    label: "layer", sub: "", expanded, children, members: children.length });
+  // before: layer{1, 2} 3 ; after: layer{1} 2 4, the layer numbered differently
+  const before = { model: "a", boxes: [group(0, true, [node(1), node(2)]), node(3)],
+    edges: [{ from: "n2", to: "n3", count: 1 }] };
+  const after = { model: "b", boxes: [group(5, true, [node(1)]), node(2), node(4)],
+    edges: [{ from: "n2", to: "n4", count: 1 }, { from: "g5", to: "n2", count: 1 }] };
+  const u = unionOf([before, after], (model, g) => "layer#0");
+  const keys = (list) => list.map((b) => [b.key, keys(b.children)]);
+  console.log(JSON.stringify({ tree: keys(u.boxes), maps: u.maps.map((m) => Object.fromEntries(m)),
+    edges: u.edges.map((e) => `${e.from}>${e.to}`) }));
+});
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_side_by_side_lays_out_the_union_once() -> None:
+    """static/src/graph/union.js: before | after share one box tree: the same node id or
+    group key is one box (same place on both sides), a node that moved to another parent
+    gets a box per side, and each side's keys map into the union."""
+    done = subprocess.run(["node", "--input-type=commonjs", "-e", UNION_SCRIPT, UNION_JS],
+                          capture_output=True, text=True, timeout=60, check=True)
+    out = json.loads(done.stdout)
+    assert out["tree"] == [["Glayer#0", [["n1", []], ["n2", []]]], ["n3", []], ["1:n2", []], ["n4", []]]
+    assert out["maps"][0] == {"g0": "Glayer#0", "n1": "n1", "n2": "n2", "n3": "n3"}
+    assert out["maps"][1] == {"g5": "Glayer#0", "n1": "n1", "n2": "1:n2", "n4": "n4"}
+    assert out["edges"] == ["n2>n3", "1:n2>n4", "Glayer#0>1:n2"]

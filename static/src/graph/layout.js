@@ -43,7 +43,7 @@ function elkNode(box) {
     return { id: box.key, layoutOptions: { "elk.padding": `[top=${HEADER_H + 6},left=10,bottom=10,right=10]` },
       children: box.children.map(elkNode) };
   }
-  return { id: box.key, width: boxWidth(box), height: box.kind === "group" ? GROUP_H : NODE_H };
+  return { id: box.key, width: box.width ?? boxWidth(box), height: box.kind === "group" ? GROUP_H : NODE_H };
 }
 
 /**

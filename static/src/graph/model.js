@@ -8,7 +8,8 @@ export const OPEN_BUDGET = 48;
 /**
  * @typedef {import("../protocol.js").SnapshotGraph} SnapshotGraph
  * @typedef {{key: string, kind: "node"|"group", id: (number|null), group: (number|null),
- *   label: string, sub: string, expanded: boolean, children: Array<Box>, members: number}} Box
+ *   label: string, sub: string, expanded: boolean, children: Array<Box>, members: number,
+ *   width?: number}} Box
  */
 
 export class GraphModel {
@@ -30,6 +31,12 @@ export class GraphModel {
     /** node ids of a function group (its function and its call) -> the group */
     this.groupOfNodeId = new Map();
     this.groups.forEach((g, i) => g.node_ids.forEach((id) => this.groupOfNodeId.set(id, i)));
+    this.indexEdges();
+    /** groups, deepest first: a child before its parent (for rollups) */
+    const depth = this.groups.map(() => -1);
+    const depthOf = (g) => (g < 0 ? -1 : depth[g] >= 0 ? depth[g] : (depth[g] = depthOf(this.groups[g].parent) + 1));
+    this.groups.forEach((_, i) => depthOf(i));
+    this.deepestFirst = this.groups.map((_, i) => i).sort((a, b) => depth[b] - depth[a]);
     /** @type {Set<number>} */
     this.expanded = new Set();
     this.openDefault();
@@ -126,40 +133,81 @@ export class GraphModel {
     return this.boxesOf(this.topGroups, this.topNodes);
   }
 
-  /** Edges between the boxes shown: [{from, to, count}], one per pair of boxes. */
-  edges() {
-    const seen = new Map();
-    const owners = new Map();
-    const owner = (id) => {
-      let key = owners.get(id);
-      if (key === undefined) owners.set(id, (key = this.ownerKey(id)));
-      return key;
-    };
-    for (const n of this.nodes) {
-      if (!this.shows(n)) continue;
-      const to = owner(n.id);
+  /** The operand edges between shown nodes, once, as flat arrays of node indexes. */
+  indexEdges() {
+    const index = new Map(this.nodes.map((n, i) => [n.id, i]));
+    const from = [];
+    const to = [];
+    this.nodes.forEach((n, i) => {
+      if (!this.shows(n)) return;
       for (const src of n.inputs) {
-        const p = this.byId.get(src);
-        if (!p || !this.shows(p)) continue;
-        const from = owner(src);
-        if (!from || from === to) continue;
-        const key = `${from}>${to}`;
-        const e = seen.get(key);
-        if (e) e.count++;
-        else seen.set(key, { from, to, count: 1 });
+        const k = index.get(src);
+        if (k !== undefined && this.shows(this.nodes[k])) {
+          from.push(k);
+          to.push(i);
+        }
       }
-    }
-    return [...seen.values()];
+    });
+    this.edgeFrom = Int32Array.from(from);
+    this.edgeTo = Int32Array.from(to);
   }
 
-  /** Node ids inside group `i`, at any depth. */
-  membersOf(i) {
-    const out = [];
-    const stack = [i];
-    while (stack.length) {
-      const g = stack.pop();
-      out.push(...this.childNodes[g]);
-      stack.push(...this.childGroups[g]);
+  /**
+   * For each group, the collapsed group whose box shows its members now, or -1 when it is
+   * open all the way up (its nodes show as their own boxes or inside open groups).
+   */
+  collapsedOwners() {
+    const owner = new Int32Array(this.groups.length).fill(-2);
+    const of = (g) => {
+      if (g < 0) return -1;
+      if (owner[g] !== -2) return owner[g];
+      const up = of(this.groups[g].parent);
+      return (owner[g] = up >= 0 ? up : this.expanded.has(g) ? -1 : g);
+    };
+    for (let g = 0; g < this.groups.length; g++) of(g);
+    return owner;
+  }
+
+  /**
+   * Edges between the boxes shown: [{from, to, count}], one per pair of boxes. One pass
+   * over the operand edges with integer owners (a group's owner computed once), so an
+   * expand or collapse stays a few milliseconds on a 50k-node graph.
+   */
+  edges() {
+    const owner = this.collapsedOwners();
+    const G = this.groups.length;
+    const code = (i) => {
+      const g = this.nodes[i].group;
+      const o = g < 0 ? -1 : owner[g];
+      return o >= 0 ? o : G + i;
+    };
+    const key = (c) => (c < G ? `g${c}` : `n${this.nodes[c - G].id}`);
+    const seen = new Map();
+    const span = G + this.nodes.length;
+    for (let e = 0; e < this.edgeFrom.length; e++) {
+      const a = code(this.edgeFrom[e]);
+      const b = code(this.edgeTo[e]);
+      if (a === b) continue;
+      const pair = a * span + b;
+      const hit = seen.get(pair);
+      if (hit) hit.count++;
+      else seen.set(pair, { from: a, to: b, count: 1 });
+    }
+    return [...seen.values()].map((e) => ({ from: key(e.from), to: key(e.to), count: e.count }));
+  }
+
+  /**
+   * A value per group folded from its members at any depth, in O(nodes + groups):
+   * `value(node)` per node, `combine(a, b)` joins two, `empty` is the start.
+   * @template T @param {(n: any) => T} value @param {(a: T, b: T) => T} combine @param {T} empty
+   * @returns {Array<T>}
+   */
+  rollup(value, combine, empty) {
+    const out = this.groups.map(() => empty);
+    for (const n of this.nodes) if (n.group >= 0) out[n.group] = combine(out[n.group], value(n));
+    for (const g of this.deepestFirst) {
+      const p = this.groups[g].parent;
+      if (p >= 0) out[p] = combine(out[p], out[g]);
     }
     return out;
   }

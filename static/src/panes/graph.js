@@ -8,6 +8,7 @@ import { GraphCanvas } from "../graph/canvas.js";
 import { download, toPng, toSvg } from "../graph/export.js";
 import { layoutBoxes, warmUp } from "../graph/layout.js";
 import { GraphModel } from "../graph/model.js";
+import { layoutSideBySide } from "../graph/union.js";
 import { TOPIC } from "../hub.js";
 import { LruCache } from "../lru.js";
 import { Pane } from "../pane.js";
@@ -16,6 +17,7 @@ import { ROUTES } from "../protocol.js";
 const graphs = new LruCache(6);
 const fetchGraph = (id) => graphs.get(id, () => getJSON(ROUTES.snapshotGraph(id)));
 const STATUS_RANK = { removed: 3, rewritten: 2, created: 1 };
+const RANKED = [null, "created", "rewritten", "removed"];
 
 export class GraphPane extends Pane {
   render() {
@@ -156,6 +158,7 @@ export class GraphPane extends Pane {
   }
 
   setDiff(diff) {
+    this.diffStamp = (this.diffStamp ?? 0) + 1;
     this.status_ = new Map();
     this.removed = new Set(diff?.nodes.removed ?? []);
     if (!diff) return;
@@ -169,7 +172,11 @@ export class GraphPane extends Pane {
     const seq = this.seq;
     const sides = Object.values(this.sides);
     const t0 = performance.now();
-    const layouts = await Promise.all(sides.map((s) => layoutBoxes(s.model.boxes(), s.model.edges(), this.direction.value)));
+    const shown = sides.map((s) => ({ model: s.model, boxes: s.model.boxes(), edges: s.model.edges() }));
+    // side by side: one layout of both, so a node both show sits at the same place
+    const layouts = shown.length === 2
+      ? await layoutSideBySide(shown, (m, g) => this.stableKey(m, g), this.direction.value)
+      : [await layoutBoxes(shown[0].boxes, shown[0].edges, this.direction.value)];
     if (seq !== this.seq) return;
     sides.forEach((s, i) => {
       s.layout = layouts[i];
@@ -184,23 +191,24 @@ export class GraphPane extends Pane {
     this.status.textContent = `${boxes} boxes · ${nodes} nodes · layout ${Math.round(performance.now() - t0)} ms`;
   }
 
-  /** Colours, selection, related boxes and badges of each side. */
+  /** Colours, selection, related boxes and badges of each side (O(boxes shown) a paint). */
   paintMarks() {
     let created = 0;
     for (const [side, s] of Object.entries(this.sides)) {
       if (!s.layout) continue;
+      const roll = this.rollups(side, s);
       const status = new Map();
       const badges = new Map();
       for (const it of s.layout.items) {
-        const ids = it.box.kind === "group" ? s.model.membersOf(it.box.group) : [it.box.id];
-        let best = null;
-        for (const id of ids) {
-          const st = side === "a" ? (this.removed.has(id) ? "removed" : null) : this.status_.get(id);
-          if (st && (!best || STATUS_RANK[st] > STATUS_RANK[best])) best = st;
-        }
+        const group = it.box.kind === "group";
+        const rank = group ? roll.rank[it.box.group] : this.rankOf(side, it.box.id);
+        const best = RANKED[rank];
         if (best && !it.box.expanded) status.set(it.key, best);
-        if (best === "created" && it.box.kind === "node") created++;
-        const b = this.badgesOf(s.model, it, ids);
+        if (best === "created" && !group) created++;
+        const node = group ? null : s.model.byId.get(it.box.id);
+        const bare = group ? roll.bare[it.box.group] : Number(this.isBare(node));
+        const drift = group ? roll.drift[it.box.group] : this.drifts(node);
+        const b = this.badgesOf(it, bare, drift);
         if (b.length) badges.set(it.key, b);
       }
       const key = this.selectedId === null ? this.groupKey ?? null : s.model.ownerKey(this.selectedId);
@@ -216,15 +224,38 @@ export class GraphPane extends Pane {
     this.root.dataset.created = String(created);
   }
 
-  badgesOf(model, it, ids) {
-    const out = [];
-    const nodes = ids.map((id) => model.byId.get(id)).filter((n) => n && n.kind === "call");
-    const bare = nodes.filter((n) => !n.spans.length).length;
-    if (bare) out.push({ text: it.box.kind === "node" ? "no span" : `${bare} no span`, color: "#8a94a8", title: "expressions without a span" });
-    const { drifted, kernels } = this.badgeInfo;
-    if (drifted.size && nodes.some((n) => n.spans.some((s) => drifted.has(s)))) {
-      out.push({ text: "drift", color: "#c2185b", title: "a layer whose numerics drifted" });
+  rankOf(side, id) {
+    const st = side === "a" ? (this.removed.has(id) ? "removed" : null) : this.status_.get(id);
+    return st ? STATUS_RANK[st] : 0;
+  }
+
+  isBare(n) {
+    return Boolean(n && n.kind === "call" && !n.spans.length);
+  }
+
+  drifts(n) {
+    const { drifted } = this.badgeInfo;
+    return Boolean(drifted.size && n && n.kind === "call" && n.spans.some((x) => drifted.has(x)));
+  }
+
+  /** Per group of a side: its members' strongest diff status, calls without a span, drift;
+   * folded once per diff / run change, not per paint. */
+  rollups(side, s) {
+    const stamp = `${this.diffStamp}/${this.badgeInfo.drifted.size}`;
+    if (s.roll?.stamp !== stamp) {
+      const m = s.model;
+      s.roll = { stamp, rank: m.rollup((n) => this.rankOf(side, n.id), Math.max, 0),
+        bare: m.rollup((n) => Number(this.isBare(n)), (a, b) => a + b, 0),
+        drift: m.rollup((n) => this.drifts(n), (a, b) => a || b, false) };
     }
+    return s.roll;
+  }
+
+  badgesOf(it, bare, drift) {
+    const out = [];
+    if (bare) out.push({ text: it.box.kind === "node" ? "no span" : `${bare} no span`, color: "#8a94a8", title: "expressions without a span" });
+    if (drift) out.push({ text: "drift", color: "#c2185b", title: "a layer whose numerics drifted" });
+    const { kernels } = this.badgeInfo;
     if (kernels.length && it.box.kind === "group") {
       const fn = it.box.id === null ? null : this.indexes?.b?.entriesOfNode(it.box.id)[0];
       const spans = fn ? [...new Set(fn.spans ?? [])].sort().join("\n") : null;
@@ -290,7 +321,7 @@ export class GraphPane extends Pane {
     if (first !== undefined) this.sides.b.canvas.centre(model.ownerKey(first));
   }
 
-  /** Side by side, the two views pan and zoom together (both layouts keep the text order). */
+  /** Side by side, the two views pan and zoom together (one layout of both sides). */
   syncView(side, view) {
     const other = this.sides[side === "a" ? "b" : "a"];
     if (!other) return;
