@@ -173,16 +173,21 @@ export class GraphPane extends Pane {
     const sides = Object.values(this.sides);
     const t0 = performance.now();
     const shown = sides.map((s) => ({ model: s.model, boxes: s.model.boxes(), edges: s.model.edges() }));
+    const prepared = performance.now();
     // side by side: one layout of both, so a node both show sits at the same place
     const layouts = shown.length === 2
       ? await layoutSideBySide(shown, (m, g) => this.stableKey(m, g), this.direction.value)
       : [await layoutBoxes(shown[0].boxes, shown[0].edges, this.direction.value)];
     if (seq !== this.seq) return;
+    const laidOut = performance.now();
     sides.forEach((s, i) => {
       s.layout = layouts[i];
       s.canvas.setLayout(layouts[i], { keepView });
     });
     this.paintMarks();
+    // main-thread parts of a relayout (the worker's part is the rest of layoutMs)
+    this.root.dataset.prepareMs = String(Math.round(prepared - t0));
+    this.root.dataset.applyMs = String(Math.round(performance.now() - laidOut));
     const boxes = layouts.reduce((n, l) => n + l.items.length, 0);
     this.root.dataset.boxes = String(layouts.at(-1)?.items.length ?? 0);
     this.root.dataset.layoutMs = String(Math.round(performance.now() - t0));
