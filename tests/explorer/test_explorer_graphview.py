@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,16 @@ def test_graph_endpoint(client: Any, sock: Any) -> None:
     subscribe(sock, run_id)
     events = collect_until(sock, terminal)
     fuse = next(e["data"] for e in events if e["type"] == "pass_finished" and e["data"]["name"] == "FuseOps")
+    infer = next(e["data"] for e in events if e["type"] == "pass_finished" and e["data"]["name"] == "InferType")
+    # the graph before FuseOps starts building the next snapshot's (after FuseOps) behind it
+    assert infer["after"] + 1 == fuse["after"]
+    assert client.get(f"/api/snapshots/{infer['after']}/graph").status_code == 200
+    cache = client.application.extensions["explorer.graphs"]
+    for _ in range(200):
+        if cache.cached(fuse["after"]):
+            break
+        time.sleep(0.05)
+    assert cache.cached(fuse["after"])
     resp = client.get(f"/api/snapshots/{fuse['after']}/graph")
     assert resp.status_code == 200 and resp.mimetype == "application/json"
     body = resp.get_json()
