@@ -101,7 +101,13 @@ def expand_collapse(page: Any, repeat: int) -> tuple[list[float], float]:
             page.evaluate(_FRAMES_JS)
             t0 = page.evaluate("performance.now()")
             page.mouse.dblclick(box["x"] + 12, box["y"] + 8)
-            page.wait_for_function(f"{PANE}.dataset.toggles === '{toggles + 1}'")
+            try:
+                page.wait_for_function(f"{PANE}.dataset.toggles === '{toggles + 1}'", timeout=120_000)
+            except Exception as err:
+                seen = page.evaluate(f"([key, x, y]) => [{VIEW}.screenBox(key), {PANE}.dataset.toggles,"
+                                     " document.elementFromPoint(x, y)?.outerHTML.slice(0, 200)]",
+                                     [key, box["x"] + 12, box["y"] + 8])
+                raise NotAvailable(f"double-clicking {key} at {box} did not {_action} it: {seen}") from err
             page.wait_for_function("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
             latencies.append(page.evaluate("performance.now()") - t0)
             gaps = page.evaluate("window.__frames.stop()")
