@@ -1,6 +1,7 @@
 """Depthwise conv2d kernel of the interpreter (conv.py `_depthwise`) against a direct sum
 over kernel taps, on both of its layouts (small planes channels-last, large ones
-channels-first), with strides, dilation, asymmetric padding and channel multipliers."""
+channels-first; strided large ones through the input's stride phases), with strides,
+dilation, asymmetric padding and channel multipliers."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ CASES = [  # (channels, multiplier, size, kernel, strides, padding, dilation)
     (4, 1, 71, 3, (2, 2), (0, 1, 1, 0), (1, 1)),
     (3, 3, 40, 3, (3, 2), (2, 2, 2, 2), (2, 2)),
     (5, 1, 37, 1, (2, 2), (0, 0, 0, 0), (1, 1)),
+    (3, 2, 90, 3, (3, 2), (2, 1, 0, 2), (2, 1)),
+    (2, 1, 70, 4, (2, 3), (0, 0, 0, 0), (1, 2)),
 ]
 
 

@@ -123,6 +123,8 @@ def _depthwise(x: np.ndarray, w: np.ndarray, padding: tuple[int, int, int, int],
     dtype = accumulator_dtype(x, w)
     wk = w.reshape(c, o // c, kh, kw).astype(dtype, copy=False)
     last = oh * ow <= _CHANNELS_LAST_PLANE
+    if not last and (sh, sw) != (1, 1):
+        return _depthwise_phases(x, wk, padding, oh, ow, strides, dilation)
     pw = -(-(padding[1] + wd + padding[3]) // sw) * sw
     width = pw // sw if sh == 1 else ow  # output columns computed per row
     reach = ((kh - 1) * dh + sh * (oh - 1)) * pw + (kw - 1) * dw + sw * (width - 1) + 1
@@ -130,16 +132,54 @@ def _depthwise(x: np.ndarray, w: np.ndarray, padding: tuple[int, int, int, int],
     planes = _padded(x, padding, ph, pw, last, dtype)
     flat = planes.reshape((n, ph * pw, c) if last else (n, c, ph * pw))
     shape = (n, oh, width, c, o // c) if last else (n, c, o // c, oh, width)
-    acc, tmp = np.empty(shape, dtype), np.empty(shape, dtype)
-    for tap, (i, j) in enumerate((i, j) for i in range(kh) for j in range(kw)):
-        view = _tap(planes, flat, i * dh, j * dw, oh, width, strides, last)
-        weight = wk[:, :, i, j] if last else wk[None, :, :, i, j, None, None]
-        np.multiply(view, weight, out=acc if tap == 0 else tmp)
-        if tap:
-            acc += tmp
+    terms = [(_tap(planes, flat, i * dh, j * dw, oh, width, strides, last),
+              wk[:, :, i, j] if last else wk[None, :, :, i, j, None, None])
+             for i in range(kh) for j in range(kw)]
+    acc = _sum_of_products(terms, shape, dtype)
     if last:
         return acc.reshape(n, oh, width, o)[:, :, :ow].transpose(0, 3, 1, 2)
     return acc.reshape(n, o, oh, width)[..., :ow]
+
+
+def _sum_of_products(terms: list[tuple[np.ndarray, np.ndarray]], shape: tuple[int, ...],
+                     dtype: np.dtype) -> np.ndarray:
+    """The sum of `view * weight` over `terms` (each broadcasting to `shape`) in a new
+    array: one multiply into a scratch buffer and one add in place per term."""
+    acc, tmp = np.empty(shape, dtype), np.empty(shape, dtype)
+    for k, (view, weight) in enumerate(terms):
+        np.multiply(view, weight, out=acc if k == 0 else tmp)
+        if k:
+            acc += tmp
+    return acc
+
+
+def _depthwise_phases(x: np.ndarray, wk: np.ndarray, padding: tuple[int, int, int, int],
+                      oh: int, ow: int, strides: tuple[int, int], dilation: tuple[int, int]
+                      ) -> np.ndarray:
+    """Strided depthwise conv on large planes, channels-first: the padded input is split
+    once into its `sh x sw` phases (rows and columns by their remainder modulo the
+    stride), so every tap reads one contiguous run of a phase plane instead of a
+    stride-2 gather (numpy's strided inner loops are several times slower)."""
+    n, c, h, wd = x.shape
+    _, m, kh, kw = wk.shape
+    (sh, sw), (dh, dw) = strides, dilation
+    rows = max(oh + (kh - 1) * dh // sh + 1, -(-(padding[0] + h) // sh))
+    cols = max(ow + (kw - 1) * dw // sw, -(-(padding[1] + wd) // sw))
+    planes = _padded(x, padding, rows * sh, cols * sw, False, wk.dtype)
+    phases = np.empty((n, c, sh * sw, rows, cols), wk.dtype)
+    for a in range(sh):
+        for b in range(sw):
+            phases[:, :, a * sw + b] = planes[:, :, a::sh, b::sw]
+    flat = phases.reshape(n, c, sh * sw, rows * cols)
+    terms = []
+    for i in range(kh):
+        for j in range(kw):
+            (r0, a), (c0, b) = divmod(i * dh, sh), divmod(j * dw, sw)
+            start = r0 * cols + c0
+            view = flat[:, :, a * sw + b, start:start + oh * cols].reshape(n, c, 1, oh, cols)
+            terms.append((view, wk[None, :, :, i, j, None, None]))
+    acc = _sum_of_products(terms, (n, c, m, oh, cols), wk.dtype)
+    return acc.reshape(n, c * m, oh, cols)[..., :ow]
 
 
 def _tap(planes: np.ndarray, flat: np.ndarray, row: int, col: int, oh: int, width: int,
