@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.relay.op.nn.conv import _CHANNELS_LAST_PLANE, conv2d_nchw
+from engine.relay.op.nn.conv import channels_last, conv2d_nchw
 
 
 def reference(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
@@ -57,11 +57,13 @@ def test_depthwise_matches_direct_sum(c: int, mult: int, size: int, k: int,
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
-def test_cases_cover_both_layouts() -> None:
-    planes = [((s + p[0] + p[2] - d[0] * (k - 1) - 1) // st[0] + 1)
-              * ((s + 3 + p[1] + p[3] - d[1] * (k - 1) - 1) // st[1] + 1)
-              for _, _, s, k, st, p, d in CASES]
-    assert min(planes) <= _CHANNELS_LAST_PLANE < max(planes)
+def test_cases_cover_every_path() -> None:
+    paths = {(channels_last((s + p[0] + p[2] - d[0] * (k - 1) - 1) // st[0] + 1,
+                            (s + 3 + p[1] + p[3] - d[1] * (k - 1) - 1) // st[1] + 1, st),
+              st == (1, 1))
+             for _, _, s, k, st, p, d in CASES}
+    # channels-last strided, channels-first at stride 1, channels-first through phases
+    assert {(True, False), (False, True), (False, False)} <= paths
 
 
 def test_float16_sums_in_float32() -> None:

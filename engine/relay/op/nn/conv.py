@@ -26,7 +26,7 @@ from engine.relay.op.op import OUT_ELEMWISE_FUSABLE, TypeRelationError, define_o
 
 CONV2D_KEY = "relay.attrs.Conv2DAttrs"
 CONV2D_TRANSPOSE_KEY = "relay.attrs.Conv2DTransposeAttrs"
-_CHANNELS_LAST_PLANE = 32 * 32  # output planes up to this size: depthwise runs channels-last
+_CHANNELS_LAST_PLANE = 16 * 16  # strided depthwise with output planes up to this runs channels-last
 
 
 def _kernel_oihw(weight: TensorType, attrs: Attrs) -> tuple[Dim, Dim, Dim, Dim]:
@@ -110,19 +110,27 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
     return out.reshape(n, o, oh, ow)
 
 
+def channels_last(oh: int, ow: int, strides: tuple[int, int]) -> bool:
+    """Whether depthwise conv2d runs channels-last: strided, with a small output plane
+    (measured: channels-first runs of the plane are faster at stride 1 for every size,
+    and strided from 28x28 output planes up)."""
+    return tuple(strides) != (1, 1) and oh * ow <= _CHANNELS_LAST_PLANE
+
+
 def _depthwise(x: np.ndarray, w: np.ndarray, padding: tuple[int, int, int, int], oh: int,
                ow: int, strides: tuple[int, int], dilation: tuple[int, int]) -> np.ndarray:
     """Depthwise conv of NCHW data (OIHW kernel, O = C x multiplier; padding >= 0): each
     kernel tap is one multiply and one add over the whole tensor into preallocated
-    buffers. Small planes run channels-last (the long channel axis innermost), large ones
-    channels-first; with a row stride of 1, output rows are computed as wide as the padded
-    row (columns past `ow` dropped at the end), so a tap reads one run of each flat plane."""
+    buffers. Strided convolutions with small output planes run channels-last (the long
+    channel axis innermost), the others channels-first; with a row stride of 1, output rows
+    are computed as wide as the padded row (columns past `ow` dropped at the end), so a tap
+    reads one run of each flat plane (strided ones read the input's stride phases)."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     (sh, sw), (dh, dw) = strides, dilation
     dtype = accumulator_dtype(x, w)
     wk = w.reshape(c, o // c, kh, kw).astype(dtype, copy=False)
-    last = oh * ow <= _CHANNELS_LAST_PLANE
+    last = channels_last(oh, ow, strides)
     if not last and (sh, sw) != (1, 1):
         return _depthwise_phases(x, wk, padding, oh, ow, strides, dilation)
     pw = -(-(padding[1] + wd + padding[3]) // sw) * sw
