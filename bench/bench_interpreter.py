@@ -44,18 +44,22 @@ from engine.relay.interpreter import evaluate  # noqa: E402
 RESULTS = ROOT / "bench" / "results" / "interpreter.md"
 
 
-def best_of(fns: list[Callable[[], Any]], repeat: int) -> list[tuple[float, float]]:
-    """(median, best) wall time in ms of each function after one warm-up run each; the
-    functions take turns, so a change in the machine's load reaches all of them alike."""
+def best_of(fns: list[Callable[[], Any]], repeat: int) -> list[tuple[float, float, float]]:
+    """(median, best) wall time and median CPU time of this process, in ms, of each
+    function after one warm-up run each. The functions take turns, so a change in the
+    machine's load reaches all of them alike; CPU time leaves out the time other processes
+    held the core (on a shared machine the wall times of long runs suffer most)."""
     for fn in fns:
         fn()
     times: list[list[float]] = [[] for _ in fns]
+    cpu: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
-        for fn, spent in zip(fns, times):
-            start = time.perf_counter()
+        for fn, spent, used in zip(fns, times, cpu):
+            start, start_cpu = time.perf_counter(), time.process_time()
             fn()
             spent.append((time.perf_counter() - start) * 1000)
-    return [(float(np.median(t)), min(t)) for t in times]
+            used.append((time.process_time() - start_cpu) * 1000)
+    return [(float(np.median(t)), min(t), float(np.median(c))) for t, c in zip(times, cpu)]
 
 
 def onnx_inputs(path: Path) -> dict[str, np.ndarray]:
@@ -175,14 +179,16 @@ def main(argv: list[str] | None = None) -> int:
         runners = [engine_runner(name, path, feeds)]
         if not args.no_folded and runners[0][1] == "ONNX import":
             runners.append(engine_runner(name, path, feeds, folded=True))
-        (ort_med, ort_best), *ours = best_of([ort_runner(path, feeds)]
-                                             + [run for run, _ in runners], args.repeat)
-        rows += [(name, source, eng_med, eng_best, ort_med, ort_best, eng_med / ort_med)
-                 for (_, source), (eng_med, eng_best) in zip(runners, ours)]
+        (ort_med, ort_best, ort_cpu), *ours = best_of(
+            [ort_runner(path, feeds)] + [run for run, _ in runners], args.repeat)
+        rows += [(name, source, eng_med, eng_best, ort_med, ort_best, eng_med / ort_med,
+                  eng_cpu, ort_cpu, eng_cpu / ort_cpu)
+                 for (_, source), (eng_med, eng_best, eng_cpu) in zip(runners, ours)]
     header = ("| model | engine input | interpreter median ms | best ms | onnxruntime median ms "
-              "| best ms | ratio (median) |\n|---|---|---|---|---|---|---|")
-    lines = [f"| {n} | {s} | {a:.1f} | {b:.1f} | {c:.1f} | {d:.1f} | {r:.2f}x |"
-             for n, s, a, b, c, d, r in rows]
+              "| best ms | ratio (median) | CPU ms ours / ort | ratio (CPU) |\n"
+              "|---|---|---|---|---|---|---|---|---|")
+    lines = [f"| {n} | {s} | {a:.1f} | {b:.1f} | {c:.1f} | {d:.1f} | {r:.2f}x "
+             f"| {e:.1f} / {f:.1f} | {g:.2f}x |" for n, s, a, b, c, d, r, e, f, g in rows]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     text = (f"\n## {stamp}\n\nMachine: {machine()}; onnxruntime {onnxruntime.__version__}; "
             f"{THREADS} thread(s) each; {args.repeat} timed runs after one warm-up.\n\n"
