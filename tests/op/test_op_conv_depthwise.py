@@ -1,7 +1,7 @@
 """Depthwise conv2d kernel of the interpreter (conv.py `_depthwise`) against a direct sum
-over kernel taps, on both of its layouts (small planes channels-last, large ones
-channels-first; strided large ones through the input's stride phases), with strides,
-dilation, asymmetric padding and channel multipliers."""
+over kernel taps, on all of its paths (strided small planes channels-last; the others
+channels-first, strided ones through the input's stride phases, small planes' taps summed
+by one matmul), with strides, dilation, asymmetric padding and channel multipliers."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ CASES = [  # (channels, multiplier, size, kernel, strides, padding, dilation)
     (5, 1, 37, 1, (2, 2), (0, 0, 0, 0), (1, 1)),
     (3, 2, 90, 3, (3, 2), (2, 1, 0, 2), (2, 1)),
     (2, 1, 70, 4, (2, 3), (0, 0, 0, 0), (1, 2)),
+    (3, 2, 20, 3, (1, 1), (1, 1, 1, 1), (1, 1)),  # taps summed by one matmul
 ]
 
 

@@ -26,6 +26,7 @@ from engine.relay.op.op import OUT_ELEMWISE_FUSABLE, TypeRelationError, define_o
 
 CONV2D_KEY = "relay.attrs.Conv2DAttrs"
 CONV2D_TRANSPOSE_KEY = "relay.attrs.Conv2DTransposeAttrs"
+_TAP_MATMUL_PLANE = 32 * 32  # channels-first depthwise sums taps by one matmul up to this plane
 _CHANNELS_LAST_PLANE = 16 * 16  # strided depthwise with output planes up to this runs channels-last
 
 
@@ -143,7 +144,7 @@ def _depthwise(x: np.ndarray, w: np.ndarray, padding: tuple[int, int, int, int],
     terms = [(_tap(planes, flat, i * dh, j * dw, oh, width, strides, last),
               wk[:, :, i, j] if last else wk[None, :, :, i, j, None, None])
              for i in range(kh) for j in range(kw)]
-    acc = _sum_of_products(terms, shape, dtype)
+    acc = _sum_of_products(terms, shape, dtype) if last else _channels_first_sum(terms, wk, shape)
     if last:
         return acc.reshape(n, oh, width, o)[:, :, :ow].transpose(0, 3, 1, 2)
     return acc.reshape(n, o, oh, width)[..., :ow]
@@ -159,6 +160,22 @@ def _sum_of_products(terms: list[tuple[np.ndarray, np.ndarray]], shape: tuple[in
         if k:
             acc += tmp
     return acc
+
+
+def _channels_first_sum(terms: list[tuple[np.ndarray, np.ndarray]], wk: np.ndarray,
+                        shape: tuple[int, int, int, int, int]) -> np.ndarray:
+    """The taps' sum in the channels-first (N, C, multiplier, rows, width) layout. Small
+    planes: the taps' inputs are copied side by side, (N, C, taps, rows * width), and
+    multiplied by the (C, multiplier, taps) kernel in one batched matmul (BLAS; one copy
+    per tap instead of a multiply and an add); large ones sum term by term (the copies
+    would be several times the input)."""
+    n, c, m, oh, width = shape
+    if oh * width > _TAP_MATMUL_PLANE:
+        return _sum_of_products(terms, shape, wk.dtype)
+    cols = np.empty((n, c, len(terms), oh * width), wk.dtype)
+    for t, (view, _) in enumerate(terms):
+        cols[:, :, t] = view.reshape(n, c, oh * width)
+    return np.matmul(wk.reshape(c, m, -1), cols).reshape(shape)
 
 
 def _depthwise_phases(x: np.ndarray, wk: np.ndarray, padding: tuple[int, int, int, int],
@@ -186,7 +203,7 @@ def _depthwise_phases(x: np.ndarray, wk: np.ndarray, padding: tuple[int, int, in
             start = r0 * cols + c0
             view = flat[:, :, a * sw + b, start:start + oh * cols].reshape(n, c, 1, oh, cols)
             terms.append((view, wk[None, :, :, i, j, None, None]))
-    acc = _sum_of_products(terms, (n, c, m, oh, cols), wk.dtype)
+    acc = _channels_first_sum(terms, wk, (n, c, m, oh, cols))
     return acc.reshape(n, c * m, oh, cols)[..., :ow]
 
 
