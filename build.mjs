@@ -1,5 +1,6 @@
 // Bundles the front end with esbuild: static/src/main.js (the app) and
-// static/src/diff-worker.js (the Web Worker that diffs texts) into static/dist/.
+// static/src/diff-worker.js (the Web Worker that diffs texts) into static/dist/, and the
+// static report's page (static/src/report.js) into static/dist/report.js.
 //   node build.mjs            production build (minified, with source maps)
 //   node build.mjs --watch    rebuild on change, unminified
 //   IRX_NOMINIFY=1 node build.mjs   a production build left readable (for profiling)
@@ -18,6 +19,7 @@ const options = {
   entryPoints: {
     main: "static/src/main.js",
     "diff-worker": "static/src/diff-worker.js",
+    "graph-layout-worker": "static/src/graph/layout-worker.js",
   },
   outdir,
   bundle: true,
@@ -33,6 +35,17 @@ const options = {
   define: { "process.env.NODE_ENV": watch ? '"development"' : '"production"' },
 };
 
+/** The static report (`explorer report`): one classic script, every chunk inlined (it is
+ * written into an HTML file opened from file://, where module chunks cannot load). */
+const reportOptions = {
+  ...options,
+  entryPoints: { report: "static/src/report.js" },
+  format: "iife",
+  splitting: false,
+  sourcemap: false,
+  legalComments: "none",
+};
+
 async function main() {
   await rm(outdir, { recursive: true, force: true });
   await mkdir(outdir, { recursive: true });
@@ -43,6 +56,7 @@ async function main() {
   }
   const result = await esbuild.build({ ...options, metafile: true });
   await writeFile(path.join(outdir, "meta.json"), JSON.stringify(result.metafile));
+  await esbuild.build(reportOptions);
 }
 
 main().catch((err) => {

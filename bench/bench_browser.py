@@ -97,11 +97,12 @@ def live_server() -> Iterator[str]:
             thread.join(timeout=5)
 
 
-def upload_text(base: str, name: str, text: str) -> dict[str, Any]:
+def upload_text(base: str, name: str, text: str | bytes) -> dict[str, Any]:
+    """POST /api/sessions with a model's text (or a binary file's bytes)."""
     boundary = "----irx-bench"
     body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
             f"filename=\"{name}\"\r\nContent-Type: text/plain\r\n\r\n").encode()
-    body += text.encode() + f"\r\n--{boundary}--\r\n".encode()
+    body += (text.encode() if isinstance(text, str) else text) + f"\r\n--{boundary}--\r\n".encode()
     req = urllib.request.Request(f"{base}/api/sessions", data=body, method="POST", headers={
         "Content-Type": f"multipart/form-data; boundary={boundary}"})
     with urllib.request.urlopen(req, timeout=600) as resp:
@@ -164,7 +165,7 @@ def measure(page: Any, finished: list[dict[str, Any]], repeat: int) -> Row:
         chosen = picks[k % len(picks)]
         if k and len(picks) == 1:
             break
-        row_loc = page.locator(f".pass-row[data-pass-index='{chosen['pass_index']}']")
+        row_loc = page.locator(f".pass-row[data-pass-index='{chosen['pass_index']}'] .pass-name")
         ms = timed_click(page, row_loc, diff_ready(chosen["after"]))
         renders.append(ms)
     row["first diff render ms"] = renders[0]

@@ -41,6 +41,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("breakpoints", quick=("--repeat", "1", "--models", "mlp", "--no-write")),
     Benchmark("scale"),
     Benchmark("browser"),
+    Benchmark("graph", quick=("--models", "resnet50", "--repeat", "1", "--no-write")),
     Benchmark("interpreter", quick=("--repeat", "1", "--models", "mlp")),
     Benchmark("explorer", quick=("mlp",)),
     Benchmark("upload", quick=("--models", "mlp", "--repeat", "1", "--no-write")),

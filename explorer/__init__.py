@@ -52,11 +52,13 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.before_request(extension.ensure_started)
 
     from explorer.debug_routes import bp as debug_bp
+    from explorer.pass_debug_routes import bp as pass_debug_bp
     from explorer.routes import bp, register_error_handlers
     from explorer.sockets import ExplorerNamespace
 
     app.register_blueprint(bp)
     app.register_blueprint(debug_bp)
+    app.register_blueprint(pass_debug_bp)
     register_error_handlers(app)
     socketio.on_namespace(ExplorerNamespace(NAMESPACE))
     return app

@@ -1,10 +1,11 @@
-"""The `explorer` command: `serve`, `run`, `trace`, `sessions` and `delete`.
+"""The `explorer` command: `serve`, `run`, `trace`, `report`, `sessions` and `delete`.
 
     explorer serve [MODEL] [--host 127.0.0.1] [--port 5000] [--data DIR] [--open] [--demo]
                    [--max-runs N] [--plugin MODULE]
     explorer run MODEL [--opt-level 3] [--disable P] [--print-after-all | --print-after-change]
                        [--timing] [--check-numerics]
     explorer trace MODEL NODE_OR_LAYER [--opt-level 3] [--disable P]
+    explorer report MODEL -o run.html [--opt-level 3] [--disable P] ...   # one HTML file
     explorer sessions [--data DIR]          # list the stored sessions and their runs
     explorer delete ID [--data DIR]         # delete a session (with its runs) or a run
 
@@ -21,12 +22,13 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 import webbrowser
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from explorer import queries
+from explorer import compiler, queries
 from explorer.guard import LOOPBACK_HOSTS
 from explorer.hub import EventHub
 from explorer.protocol import (
@@ -37,6 +39,7 @@ from explorer.protocol import (
     RunEvent,
     RunOptions,
 )
+from explorer.runs.config import RunConfig
 from explorer.runs.manager import RunManager
 from explorer.sessions import SessionService
 from explorer.store import Store
@@ -85,6 +88,10 @@ def _parser() -> argparse.ArgumentParser:
                              metavar="KIND:TARGET",
                              help="pause before:PASS, after:PASS or touches:LAYER and ask "
                                   "on the terminal how to go on")
+    report = sub.add_parser("report", help="write a run's page as one self-contained HTML file")
+    report.add_argument("model", type=Path)
+    report.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.html")
+    _pipeline_args(report)
     listing = sub.add_parser("sessions", help="list the stored sessions and their runs")
     listing.add_argument("--data", type=Path, default=None, help="data folder")
     delete = sub.add_parser("delete", help="delete a session (with its runs) or a run")
@@ -107,6 +114,8 @@ def _pipeline_args(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--no-build", action="store_true",
                      help="run relay.optimize instead of relay.build (no lowering, no kernels)")
     cmd.add_argument("--input-shapes", default=None, help='JSON {"name": [dims]}')
+    cmd.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                     help="a Python module to import first (registers extra passes)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -116,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve(args)
         if args.command in ("sessions", "delete", "compare"):
             return manage(args, sys.stdout, sys.stderr)
+        if args.command == "report":
+            return static_report(args, sys.stdout, sys.stderr)
         return terminal_run(args, sys.stdout, sys.stderr)
     except ApiError as err:
         print(f"explorer: {err.message}", file=sys.stderr)
@@ -290,26 +301,37 @@ def _options(args: argparse.Namespace) -> RunOptions:
         "build": not args.no_build and passes is None})
 
 
-def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _run_here(args: argparse.Namespace, store: Store, models: Path, sink: TerminalSink,
+              gate: Any = None) -> tuple[str, str]:
+    """Run the pipeline of `args` on MODEL in this process (pausing at `gate`'s
+    breakpoints): (session id, run id)."""
     from explorer.runs.execution import tune_gc_for_compilation
     from explorer.sessions import parse_input_shapes
 
     tune_gc_for_compilation()  # this process only compiles
+    hub = EventHub(store)
+    hub.add_sink(sink)
+    sessions = SessionService(store, models)
+    manager = RunManager(store, hub, sessions, config=RunConfig(plugins=tuple(args.plugin)))
+    shapes = parse_input_shapes(args.input_shapes)
+    inlined = compiler.relay_with_constants(args.model)
+    session = (sessions.open_local(args.model, shapes) if inlined is None
+               else sessions.create(args.model.name, inlined, shapes))
+    options = _options(args)
+    manager.validate(options)
+    run_id = manager.start_sync(session["id"], options, gate)
+    if sink.progress:
+        print(file=sink.err)
+    return session["id"], run_id
+
+
+def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with tempfile.TemporaryDirectory(prefix="explorer-") as tmp:
         store = Store(":memory:")
-        hub = EventHub(store)
         is_run = args.command == "run"
         sink = TerminalSink(store, out, err, getattr(args, "print_after_all", False),
                             getattr(args, "print_after_change", False), progress=is_run)
-        hub.add_sink(sink)
-        sessions = SessionService(store, Path(tmp))
-        manager = RunManager(store, hub, sessions)
-        session = sessions.open_local(args.model, parse_input_shapes(args.input_shapes))
-        options = _options(args)
-        manager.validate(options)
-        run_id = manager.start_sync(session["id"], options, _terminal_gate(args, store, out))
-        if sink.progress:
-            print(file=err)
+        _, run_id = _run_here(args, store, Path(tmp), sink, _terminal_gate(args, store, out))
         summary = store.run(run_id)
         if is_run:
             _report(store, run_id, summary, out, args.timing)
@@ -321,6 +343,39 @@ def terminal_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                   f"{summary['error']}", file=err)
             return EXIT_FAILED
     return EXIT_OK
+
+
+def static_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`explorer report MODEL -o FILE`: run the pipeline, then write the run's page as one
+    self-contained HTML file (explorer/report.py)."""
+    from explorer import create_app
+    from explorer.report import ReportError, write_report
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="explorer-report-") as tmp:
+        data = Path(tmp)
+        store = Store(data / "explorer.sqlite3")
+        try:
+            session_id, run_id = _run_here(args, store, data / "models",
+                                           TerminalSink(store, out, err))
+            summary = store.run(run_id)
+        finally:
+            store.close()
+        ran = time.perf_counter()
+        app = create_app({"DATA_DIR": str(data), "MAX_CONCURRENT_RUNS": 1})
+        try:
+            size = write_report(app.test_client(), session_id, run_id, args.model.name,
+                                args.output)
+        except ReportError as error:
+            print(f"explorer: {error}", file=err)
+            return EXIT_FAILED
+        finally:
+            if app.extensions["explorer"].started:
+                app.extensions["explorer"].runs.shutdown()
+    print(f"{summary['status']}: {summary['num_passes']} passes in {ran - started:.1f} s; "
+          f"report written to {args.output} ({size / 1e6:.1f} MB, "
+          f"{time.perf_counter() - ran:.1f} s)", file=out)
+    return EXIT_OK if summary["status"] == "finished" else EXIT_FAILED
 
 
 def _terminal_gate(args: argparse.Namespace, store: Store, out: TextIO) -> Any:

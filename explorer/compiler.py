@@ -28,11 +28,15 @@ from engine.relay.backend.build_module import (
 )
 from engine.relay.backend.kernel_source import kernel_source, relower
 from engine.relay.printer import SourceMapTable, print_ir
+from engine.relay.printer import table as source_map_table  # the source map's columns
 from engine.relay.qnn import transform as qnn_transform  # registers qnn.CanonicalizeOps
 from engine.relay.testing.numerics import NumericsChecker, dataflow_node, make_inputs, tap_values
+from engine.relay.testing.reproducer import PassSpec, write_reproducer
+from engine.relay.textfile import read_constants, with_metadata
 from engine.relay.transform.pipeline import bind_params
 from engine.te.config import KEEP_SCHEDULE_RECORD
 from engine.transform import PassContext
+from engine.transform.remarks import frame_remarks
 from explorer.protocol import ModelFormat, PlannedPass, model_format, planned_pass
 
 TARGET = "llvm"
@@ -43,9 +47,14 @@ ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.rel
 """What the probe and run processes import up front (their fork server preloads these
 once; one that cannot be imported is skipped there)."""
 
-__all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "Compiled", "IRModule", "Imported", "GraphExecutorFactoryModule", "NumericsChecker", "PassContext", "dataflow_node", "make_inputs", "tap_values", "bind_params", "check_types",
-           "PassInstrument", "SourceMapTable", "compile_module", "load_model", "model_inputs",
-           "kernel_source", "kernel_steps", "kernels", "pass_context", "plan", "print_snapshot", "qnn_transform", "registered_passes", "run_passes", "transform"]
+__all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "bind_params", "check_types",
+           "compile_module", "Compiled", "dataflow_node", "frame_remarks",
+           "GraphExecutorFactoryModule", "Imported", "IRModule", "kernel_source",
+           "kernel_steps", "kernels", "load_model", "make_inputs", "model_inputs",
+           "NumericsChecker", "pass_context", "PassContext", "PassInstrument", "PassSpec",
+           "plan", "print_snapshot", "qnn_transform", "registered_passes",
+           "relay_with_constants", "run_passes", "source_map_table", "SourceMapTable",
+           "tap_values", "transform", "write_reproducer"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -150,6 +159,15 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return str(value)
+
+
+def relay_with_constants(path: Path) -> bytes | None:
+    """Relay text with its constants beside it (`NAME.relay` + `NAME.npz`, as a reproducer
+    ships them) as one self-contained text, the constants inlined; None for other files."""
+    constants = path.with_suffix(".npz")
+    if path.suffix.lower() != ".relay" or not constants.exists():
+        return None
+    return with_metadata(path.read_text(), read_constants(constants)).encode()
 
 
 # --- printing --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 
 from explorer.export_schema import ARTIFACT_FIELDS, check_export, invalid
 from explorer.protocol import TERMINAL_EVENTS, bad_request
+from explorer.remarks import exported_artifacts, import_remarks
 from explorer.sessions import clean_name, new_id
 from explorer.store import Store
 
@@ -41,7 +42,7 @@ def export_run(store: Store, run_id: str) -> dict[str, Any]:
             "session": store.session(sid), "graph": store.session_graph(sid), "run": summary,
             "events": [{"index": e["index"], "type": e["type"], "data": e["data"]}
                        for e in events],
-            "snapshots": snapshots, "artifacts": store.artifacts(run_id)}
+            "snapshots": snapshots, "artifacts": exported_artifacts(store.artifacts(run_id))}
 
 
 def _refuse_constant(name: str) -> Any:
@@ -108,6 +109,8 @@ def import_run(store: Store, raw: bytes) -> tuple[dict[str, Any], dict[str, Any]
         store.append_event(rid, sid, "run_failed", {"pass": None, "code": "interrupted",
                                                     "message": "the exported run was unfinished"})
     for key, data in (doc.get("artifacts") or {}).items():
-        if key in ARTIFACT_KEYS:  # what no view reads is not kept
+        if key == "remarks":
+            import_remarks(store, rid, data)
+        elif key in ARTIFACT_KEYS:  # what no view reads is not kept
             store.put_artifact(rid, key, data)
     return session, summary

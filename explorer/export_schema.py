@@ -16,6 +16,7 @@ from explorer.protocol import (
     ApiError,
     Layer,
     NumericsBreak,
+    PassRemarks,
     ScheduleRecord,
     SourceMapEntry,
     TensorInfo,
@@ -97,6 +98,8 @@ SNAPSHOT_FIELDS: Fields = (
 )
 ARTIFACT_FIELDS: Fields = (
     ("schedules", _declared(list[ScheduleRecord]), "a list of ScheduleRecord", False),
+    ("remarks", _declared(dict[str, PassRemarks]), "an object of PassRemarks by pass index",
+     False),
 )
 DOCUMENT_FIELDS: Fields = (
     ("session", _dict, "an object", True),

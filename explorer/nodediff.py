@@ -17,7 +17,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from explorer.compiler import COUNTED_KINDS as COUNTED
+from explorer.compiler import SourceMapTable
+from explorer.compiler import source_map_table as _columns
+
+END_COL, END_LINE, START_COL, START_LINE = (_columns.END_COL, _columns.END_LINE,
+                                            _columns.START_COL, _columns.START_LINE)
+KIND, NODE, OP, REF, SPANS = _columns.KIND, _columns.NODE, _columns.OP, _columns.REF, _columns.SPANS
 
 _NOISE = re.compile(r"/\*.*?\*/|^%\d+ = |meta\[relay\.Constant\]\[\d+\]|\s+")
 
@@ -34,6 +42,7 @@ class _Node:
     children: list[_Node] = field(default_factory=list)
     parent: _Node | None = None
     local: str = ""
+    line: int = 0
 
     @property
     def label(self) -> str:
@@ -45,18 +54,15 @@ class _Node:
 class _Tree:
     """One snapshot's expressions: definitions by node id, the global functions by name."""
 
-    def __init__(self, text: str, source_map: list[dict[str, Any]]) -> None:
+    def __init__(self, text: str, source_map: list[dict[str, Any]] | SourceMapTable,
+                 local: bool = True) -> None:
         starts = [0]
         for line in text.splitlines(keepends=True):
             starts.append(starts[-1] + len(line))
-
-        def offset(pos: list[int]) -> int:
-            line, col = pos
-            return starts[min(line, len(starts)) - 1] + col
-
-        nodes = [_Node(int(e["node_id"]), str(e["kind"]), e.get("op"), offset(e["start"]),
-                       offset(e["end"]), bool(e.get("ref")), tuple(e.get("spans") or ()))
-                 for e in source_map]
+        if isinstance(source_map, SourceMapTable):
+            nodes = _nodes_of_table(source_map, starts)
+        else:
+            nodes = _nodes_of_entries(source_map, starts)
         nodes.sort(key=lambda n: (n.start, -n.end))
         self.defs: dict[int, _Node] = {}
         self.roots: dict[str, _Node] = {}
@@ -70,7 +76,7 @@ class _Tree:
             if not node.ref:
                 self.defs.setdefault(node.node_id, node)
             stack.append(node)
-        for node in self.defs.values():
+        for node in self.defs.values() if local else ():
             node.local = _local_text(text, node)
         for node in nodes:
             if node.kind == "function" and node.parent is None:
@@ -79,6 +85,37 @@ class _Tree:
 
     def resolve(self, node: _Node) -> _Node:
         return self.defs.get(node.node_id, node) if node.ref else node
+
+
+def _nodes_of_entries(source_map: list[dict[str, Any]], starts: list[int]) -> list[_Node]:
+    def offset(pos: list[int]) -> int:
+        line, col = pos
+        return starts[min(line, len(starts)) - 1] + col
+
+    return [_Node(int(e["node_id"]), str(e["kind"]), e.get("op"), offset(e["start"]),
+                  offset(e["end"]), bool(e.get("ref")), tuple(e.get("spans") or ()),
+                  line=e["start"][0])
+            for e in source_map]
+
+
+def _nodes_of_table(table: SourceMapTable, starts: list[int]) -> list[_Node]:
+    """The same nodes from the stored column table, without a dict per entry."""
+    rows = table.rows
+    line_start = np.asarray(starts, dtype=np.int64)
+    last = len(starts)
+
+    def offsets(line: int, col: int) -> list[int]:
+        found: list[int] = (line_start[np.minimum(rows[:, line], last) - 1] + rows[:, col]).tolist()
+        return found
+
+    names, span_sets = table.names, table.span_sets
+    cols = zip(rows[:, NODE].tolist(), rows[:, KIND].tolist(), rows[:, OP].tolist(),
+               offsets(START_LINE, START_COL), offsets(END_LINE, END_COL),
+               rows[:, REF].tolist(), rows[:, SPANS].tolist(), rows[:, START_LINE].tolist(),
+               strict=True)
+    return [_Node(nid, names[kind], names[op] if op >= 0 else None, start, end, bool(ref),
+                  span_sets[spans] if spans >= 0 else (), line=line)
+            for nid, kind, op, start, end, ref, spans, line in cols]
 
 
 def _local_text(text: str, node: _Node) -> str:
@@ -199,6 +236,12 @@ def _operands(node: _Node) -> list[_Node]:
         return kids
     params = [c for c in kids if c.kind == "var" and not c.ref]
     return [*params, kids[-1]]
+
+
+ExprTree = _Tree
+TreeNode = _Node
+operands = _operands
+"""The expression tree of a printed snapshot, for other views (explorer.graphview)."""
 
 
 def node_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

@@ -152,6 +152,13 @@ def _snapshot_part(snapshot_id: int, part: str) -> Response:
     return Response(body, mimetype="application/json")
 
 
+@bp.get("/api/snapshots/<int:snapshot_id>/graph")
+def get_snapshot_graph(snapshot_id: int) -> Response:
+    from explorer.graphview import snapshot_graph
+
+    return snapshot_graph(services().store, snapshot_id)
+
+
 @bp.get("/api/diff")
 def get_diff() -> Response:
     part = request.args.get("part")

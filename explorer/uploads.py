@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from flask import Request
+from flask import Request, current_app
 from werkzeug.formparser import FormDataParser, MultiPartParser
 
 from explorer.protocol import ApiError, bad_request
@@ -117,9 +117,10 @@ class UploadRequest(Request):
     def _get_file_stream(self, total_content_length: int | None, content_type: str | None,
                          filename: str | None = None, content_length: int | None = None
                          ) -> Any:
-        from explorer.extensions import services  # (extensions imports the sessions)
-
-        return HashedUpload(services().sessions.models_dir)
+        # The app's explorer extension (explorer.extensions, which imports the sessions and
+        # so this module) is looked up on the app, not imported.
+        explorer = current_app.extensions["explorer"].start()
+        return HashedUpload(explorer.sessions.models_dir)
 
 
 def raw_upload(req: Request) -> tuple[str, IO[bytes]]:

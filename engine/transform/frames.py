@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.transform.pass_info import PassInfo
 
@@ -20,13 +21,15 @@ HISTORY_LIMIT = 256
 
 @dataclass(eq=False, slots=True)
 class PassFrame:
-    """One running pass: its start index, info, nesting depth, parent and statistics."""
+    """One running pass: its start index, info, nesting depth, parent, statistics and
+    remarks."""
 
     index: int
     info: PassInfo
     depth: int
     parent: PassFrame | None
     stats: dict[str, float] = field(default_factory=dict)
+    remarks: list[Any] = field(default_factory=list)  # engine.transform.remarks.Remark
     finished: bool = False
     rewrites: int = 0  # rewrites counted in this run of the pass (engine.transform.bisect)
 

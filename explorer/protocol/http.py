@@ -102,6 +102,40 @@ class SnapshotSourceMapDetail(TypedDict):
     snapshot: SnapshotSourceMap
 
 
+class GraphNode(TypedDict):
+    """One expression of a snapshot's dataflow graph (explorer.graphview)."""
+
+    id: int  # the node id of the source map
+    kind: str  # call | constant | tuple | tuple_getitem | let | if | var
+    op: str | None
+    label: str
+    type: str | None  # the printed type, when the text shows one
+    line: int  # 1-based line of its definition in the snapshot's text
+    spans: list[str]  # frontend layer names
+    inputs: list[int]  # node ids of its operands' producers, in order
+    group: int  # index into `groups`, -1: the top level
+
+
+class GraphGroup(TypedDict):
+    """A box that expands: a global function, a frontend layer path, a fused function (its
+    parameters replaced by the call's arguments), or a run of consecutive children."""
+
+    kind: str  # global | layer | function | range
+    label: str
+    parent: int  # index into `groups`, -1: the top level
+    node_ids: list[int]  # a function group: the function's node id and its call's
+    line: int  # first line of its members
+    size: int  # nodes inside, at any depth
+
+
+class SnapshotGraph(TypedDict):
+    """GET /api/snapshots/<id>/graph: the snapshot's dataflow graph and its groups."""
+
+    snapshot_id: int
+    nodes: list[GraphNode]
+    groups: list[GraphGroup]
+
+
 class DiffHunk(TypedDict):
     """1-based inclusive line ranges; an empty range has end = start - 1."""
 
@@ -259,6 +293,38 @@ class ScheduleDetail(TypedDict):
     steps: list[ScheduleStep]
 
 
+RemarkRecord = TypedDict("RemarkRecord", {
+    "pass": str, "kind": str, "rule": str, "message": str, "node_id": int, "op": str,
+    "layers": list[str], "args": dict[str, Any]})
+"""One optimization remark as a run stores it: `kind` applied / missed / analysis, the rule
+that decided, the node it is about (0: none) with its op and layers; `pass` is the pass's
+name."""
+
+
+class RemarkEntry(RemarkRecord):
+    """A remark as the API answers it: with the index of its pass in the run."""
+
+    pass_index: int
+
+
+class PassRemarks(TypedDict):
+    """The remarks of one pass as a run stores (and exports) them: at most 5000 of `count`."""
+
+    count: int
+    remarks: list[RemarkRecord]
+
+
+class RemarkList(TypedDict):
+    """GET /api/runs/<rid>/remarks[?pass=I][&node=N]: `count` how many the passes made
+    (a pass keeps at most 5000); with `node`, the remarks about it by id or by the layers
+    its spans name (`layers`)."""
+
+    remarks: list[RemarkEntry]
+    count: int
+    node_id: NotRequired[int]
+    layers: NotRequired[list[str]]
+
+
 # --- socket requests and acks -----------------------------------------------------------------
 class StartRunRequest(TypedDict):
     session_id: str
@@ -324,9 +390,11 @@ class ScheduleRecord(KernelFields):
 
 
 class RunArtifacts(TypedDict, total=False):
-    """The artifacts of a run export (`schedules`: every kernel of a built run)."""
+    """The artifacts of a run export (`schedules`: every kernel of a built run; `remarks`:
+    by pass index, the remarks of each pass that made some)."""
 
     schedules: list[ScheduleRecord]
+    remarks: dict[str, PassRemarks]
 
 
 class RunExport(TypedDict):

@@ -35,6 +35,7 @@ from explorer.protocol import (
     pass_started,
     pass_stats,
 )
+from explorer.remarks import record_remarks
 from explorer.runs.numerics import PassNumerics
 from explorer.store import Store
 
@@ -234,6 +235,7 @@ class RecordingInstrument(PassInstrument):
         numerics = None if self.numerics is None else self.numerics.after_pass(
             frame.index, frame.name, (frame.before.id, frame.module), (after.id, mod))
         self.state.last_snapshot = after
+        record_remarks(self.recorder.store, self.recorder.run_id, frame.index)
         self.state.records.append(PassRecord(frame.index, frame.name, frame.depth, frame.parent,
                                              changed, frame.leaf, elapsed * 1e3, numerics,
                                              after.id))

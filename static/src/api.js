@@ -34,6 +34,19 @@ async function request(url, init) {
 }
 
 export const getJSON = (url) => request(url);
+
+/** GET a file: {blob, name} (the name from Content-Disposition); errors as for JSON. */
+async function getFile(url) {
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (err) {
+    throw new ApiError(0, "network", `Cannot reach the server (${err.message}).`);
+  }
+  if (!response.ok) return decode(response); // throws the server's structured error
+  const name = (response.headers.get("content-disposition") ?? "").match(/filename="([^"]+)"/)?.[1] ?? null;
+  return { blob: await response.blob(), name };
+}
 export const postJSON = (url, body) => request(url, {
   method: "POST",
   headers: { Accept: "application/json", "Content-Type": "application/json" },
@@ -105,4 +118,8 @@ export const api = {
   schedules: (rid) => getJSON(ROUTES.schedules(rid)),
   schedule: (rid, index) => getJSON(ROUTES.schedule(rid, index)),
   passes: () => getJSON(ROUTES.passes()),
+  /** RemarkList of a run: of one pass ({pass}) or about one node ({node}). */
+  remarks: (rid, which) => getJSON(ROUTES.remarks(rid, which)),
+  /** The reproducer zip of one pass: {blob, name}. */
+  reproducer: (rid, index) => getFile(ROUTES.reproducer(rid, index)),
 };

@@ -16,6 +16,7 @@ export const TOPIC = Object.freeze({
   CLEAR: "clear",
   BREAKPOINTS: "breakpoints",
   BREAKPOINT_TOGGLE: "breakpoint:toggle",
+  REMARKS: "remarks",
 });
 
 /**
@@ -57,7 +58,7 @@ export const TOPIC = Object.freeze({
  * @property {(string|null)} op
  * @property {("a"|"b")} side
  * @property {number} snapshotId
- * @property {("click"|"url")} origin
+ * @property {("click"|"url"|"graph")} origin click: in the text; graph: in the Graph view
  */
 
 /**
@@ -70,6 +71,14 @@ export const TOPIC = Object.freeze({
  * Show a tab of the session page.
  * @typedef {Object} Tab
  * @property {("model"|"diff"|"schedules"|"compare")} name
+ */
+
+/**
+ * The remarks of the compared pass, for the diff to show at their expressions' lines.
+ * @typedef {Object} Remarks
+ * @property {number} left snapshot id
+ * @property {(number|null)} right snapshot id
+ * @property {Array<import("./protocol.js").RemarkEntry>} remarks
  */
 
 /**
@@ -104,6 +113,7 @@ export const TOPIC = Object.freeze({
  *   "clear": Clear,
  *   "breakpoints": Breakpoints,
  *   "breakpoint:toggle": BreakpointToggle,
+ *   "remarks": Remarks,
  * }} TopicPayloads
  */
 

@@ -96,6 +96,40 @@ export {};
  */
 
 /**
+ * One expression of a snapshot's dataflow graph (explorer.graphview).
+ * @typedef {Object} GraphNode
+ * @property {number} id
+ * @property {string} kind
+ * @property {(string|null)} op
+ * @property {string} label
+ * @property {(string|null)} type
+ * @property {number} line
+ * @property {Array<string>} spans
+ * @property {Array<number>} inputs
+ * @property {number} group
+ */
+
+/**
+ * A box that expands: a global function, a frontend layer path, a fused function (its
+ * parameters replaced by the call's arguments), or a run of consecutive children.
+ * @typedef {Object} GraphGroup
+ * @property {string} kind
+ * @property {string} label
+ * @property {number} parent
+ * @property {Array<number>} node_ids
+ * @property {number} line
+ * @property {number} size
+ */
+
+/**
+ * GET /api/snapshots/<id>/graph: the snapshot's dataflow graph and its groups.
+ * @typedef {Object} SnapshotGraph
+ * @property {number} snapshot_id
+ * @property {Array<GraphNode>} nodes
+ * @property {Array<GraphGroup>} groups
+ */
+
+/**
  * 1-based inclusive line ranges; an empty range has end = start - 1.
  * @typedef {Object} DiffHunk
  * @property {DiffTag} tag
@@ -266,6 +300,50 @@ export {};
  */
 
 /**
+ * @typedef {Object} RemarkRecord
+ * @property {string} pass
+ * @property {string} kind
+ * @property {string} rule
+ * @property {string} message
+ * @property {number} node_id
+ * @property {string} op
+ * @property {Array<string>} layers
+ * @property {Object<string, *>} args
+ */
+
+/**
+ * A remark as the API answers it: with the index of its pass in the run.
+ * @typedef {Object} RemarkEntry
+ * @property {string} pass
+ * @property {string} kind
+ * @property {string} rule
+ * @property {string} message
+ * @property {number} node_id
+ * @property {string} op
+ * @property {Array<string>} layers
+ * @property {Object<string, *>} args
+ * @property {number} pass_index
+ */
+
+/**
+ * The remarks of one pass as a run stores (and exports) them: at most 5000 of `count`.
+ * @typedef {Object} PassRemarks
+ * @property {number} count
+ * @property {Array<RemarkRecord>} remarks
+ */
+
+/**
+ * GET /api/runs/<rid>/remarks[?pass=I][&node=N]: `count` how many the passes made
+ * (a pass keeps at most 5000); with `node`, the remarks about it by id or by the layers
+ * its spans name (`layers`).
+ * @typedef {Object} RemarkList
+ * @property {Array<RemarkEntry>} remarks
+ * @property {number} count
+ * @property {number} [node_id]
+ * @property {Array<string>} [layers]
+ */
+
+/**
  * @typedef {Object} StartRunRequest
  * @property {string} session_id
  * @property {RunOptionsJSON} options
@@ -342,9 +420,11 @@ export {};
  */
 
 /**
- * The artifacts of a run export (`schedules`: every kernel of a built run).
+ * The artifacts of a run export (`schedules`: every kernel of a built run; `remarks`:
+ * by pass index, the remarks of each pass that made some).
  * @typedef {Object} RunArtifacts
  * @property {Array<ScheduleRecord>} [schedules]
+ * @property {Object<string, PassRemarks>} [remarks]
  */
 
 /**

@@ -32,6 +32,8 @@ export const ROUTES = Object.freeze({
   snapshot: (id) => `/api/snapshots/${enc(id)}`,
   /** One part of a snapshot: "text" (SnapshotTextDetail) or "source_map" (SnapshotSourceMapDetail). */
   snapshotPart: (id, part) => `/api/snapshots/${enc(id)}?part=${enc(part)}`,
+  /** SnapshotGraph: the dataflow graph of a snapshot (nodes, edges as inputs, groups) */
+  snapshotGraph: (id) => `/api/snapshots/${enc(id)}/graph`,
   /** Diff */
   diff: (a, b) => `/api/diff?a=${enc(a)}&b=${enc(b)}`,
   /** Diff without the text hunks: the node-level diff and its summary */
@@ -50,6 +52,11 @@ export const ROUTES = Object.freeze({
   exportRun: (rid) => `/api/runs/${enc(rid)}/export`,
   /** RunImported */
   importRun: () => "/api/runs/import",
+  /** RemarkList: the remarks of a run, of one pass (`pass`) or about one node (`node`). */
+  remarks: (rid, { pass = null, node = null } = {}) => `/api/runs/${enc(rid)}/remarks`
+    + (pass !== null ? `?pass=${enc(pass)}` : node !== null ? `?node=${enc(node)}` : ""),
+  /** A zip: the reproducer of one pass (before.relay + constants, inputs, a pytest file). */
+  reproducer: (rid, index) => `/api/runs/${enc(rid)}/passes/${enc(index)}/reproducer`,
   /** PassList: the registered passes, for the on/off list. */
   passes: () => "/api/passes",
 });

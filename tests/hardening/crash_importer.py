@@ -19,13 +19,13 @@ HANG_MARK = b"HANG-THE-IMPORTER"
 _real_load_model = compiler.load_model
 
 
-def _load_model(path: Path, shapes: Any) -> Any:
+def _load_model(path: Path, shapes: Any, **options: Any) -> Any:
     head = Path(path).read_bytes()[:32]
     if head.startswith(CRASH_MARK):
         os.kill(os.getpid(), signal.SIGSEGV)
     if head.startswith(HANG_MARK):
         time.sleep(3600)
-    return _real_load_model(path, shapes)
+    return _real_load_model(path, shapes, **options)
 
 
 compiler.load_model = _load_model

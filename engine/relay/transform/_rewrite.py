@@ -25,6 +25,7 @@ from engine.relay.expr_functor import ExprMutator
 from engine.relay.si_builder import SIBuilder
 from engine.relay.type_infer import infer_type
 from engine.runtime.ndarray import NDArray
+from engine.transform.remarks import APPLIED, remark
 from engine.transform.rewrites import allow_rewrite
 
 # --- types ------------------------------------------------------------------------------------
@@ -172,6 +173,7 @@ class CallRewriter(ExprMutator):
             result = rule(call, post)
             if result is not None and allow_rewrite(call):
                 self.count += 1
+                remark(APPLIED, rule.__name__, f"{rule.__name__} rewrote {op_name(call)}", call)
                 return copy_type(result, call) if self.keep_type else result
         return post
 

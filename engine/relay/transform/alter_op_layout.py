@@ -33,6 +33,7 @@ from engine.relay.transform._rewrite import ensure_typed
 from engine.relay.transform.layout_rewrite import LayoutMemorizer, rewrite_layouts
 from engine.relay.transform.pass_infra import function_pass
 from engine.transform import Pass, PassContext, allow_rewrite, register_pass
+from engine.transform.remarks import APPLIED, op_name, remark
 
 AlterFn = Callable[[Attrs, tuple[Expr, ...], list[Type], Type, str], "Expr | None"]
 
@@ -135,6 +136,8 @@ class AlterMemorizer(LayoutMemorizer):
         filled = SIBuilder(ref_call.span).RecursivelyFillSpan(new, list(args))
         assert isinstance(filled, Call)
         self.changed_calls += 1
+        remark(APPLIED, "FTVMAlterOpLayout", f"{ref_call.op.name} became "  # type: ignore
+               f"{op_name(filled)} for {self.target}", ref_call, new_op=op_name(filled))
         return filled
 
 

@@ -31,15 +31,15 @@ from engine.relay.transform.fold_scale_axis_util import (
     Message,
     channel_scale,
     expand_scale,
+    fold_refusal,
     foldable_conv,
-    is_all_positive,
-    is_float_scale,
     match_broadcast,
     ref_counts,
     scaled_weight,
     shape_of,
     spans_of,
 )
+from engine.transform.remarks import APPLIED, MISSED, remark
 from engine.transform.rewrites import allow_rewrite
 
 Prep = Callable[[Call, list[Message | None]], Message | None]
@@ -140,14 +140,17 @@ def _multiply_transform(folder: BackwardFolder, call: Call, message: Message | N
         if msg is None:
             continue
         lhs, rhs = shape_of(value), shape_of(other)
-        if lhs is None or rhs is None or not match_broadcast(lhs, rhs, msg.axes):
+        refusal = fold_refusal(lhs, rhs, other, msg)
+        if refusal is not None:
+            remark(MISSED, "backward-fold", f"scale not folded: {refusal}", call)
             break
-        if msg.require_positive and not is_all_positive(other):
+        if not allow_rewrite(call):
             break
-        if not is_float_scale(other) or not allow_rewrite(call):
-            break
+        assert lhs is not None and rhs is not None
         folded_span = spans_of(call)
         folder.folded += 1
+        remark(APPLIED, "backward-fold", f"multiply folded backward into the weights of "
+               f"{op_name(value)}", call)
         factor = channel_scale(other, lhs, rhs, msg.axes, folded_span)
         return folder.transform(value, msg, factor, folded_span)
     return folder.normal(call)

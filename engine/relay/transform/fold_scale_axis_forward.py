@@ -30,15 +30,16 @@ from engine.relay.transform.fold_scale_axis_util import (
     Message,
     channel_scale,
     expand_scale,
+    fold_refusal,
     foldable_conv,
     intersect,
-    is_all_positive,
-    is_float_scale,
     match_broadcast,
+    not_a_scale,
     scaled_weight,
     shape_of,
     spans_of,
 )
+from engine.transform.remarks import APPLIED, MISSED, remark
 from engine.transform.rewrites import allow_rewrite
 
 
@@ -142,6 +143,8 @@ class ForwardFolder(ExprMutator):
         if isinstance(result, Scaled):
             self.scaled[post] = result  # consumers may absorb it; others use `post`
             return post
+        remark(APPLIED, "forward-fold", f"scale folded forward into the weights of "
+               f"{op_name(call)}", call)
         return copy_type(result, call)
 
 
@@ -153,17 +156,19 @@ def _multiply_rewrite(folder: ForwardFolder, call: Call, post: Call, args: list
     message = folder.messages.get(call)
     if message is None:
         return None
+    refusals: list[str] = []
     for side in (0, 1):
         lhs, rhs = shape_of(call.args[side]), shape_of(call.args[1 - side])
         other = post.args[1 - side]
-        if lhs is None or rhs is None or not match_broadcast(lhs, rhs, message.axes):
+        refusal = fold_refusal(lhs, rhs, other, message)
+        if refusal is not None:
+            refusals.append(refusal)
             continue
-        if not is_float_scale(other) or (message.require_positive
-                                         and not is_all_positive(other)):
-            continue
+        assert lhs is not None and rhs is not None
         span = spans_of(call)
         scale = channel_scale(other, lhs, rhs, message.axes, span)
         return Scaled(post.args[side], message.axes, scale, span)
+    remark(MISSED, "forward-fold", f"scale not folded: {min(refusals, key=not_a_scale)}", call)
     return None
 
 

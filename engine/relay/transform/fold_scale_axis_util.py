@@ -25,6 +25,9 @@ PASS_THROUGH_POSITIVE = frozenset({"expand_dims", "squeeze", "reshape"})
 """Shape-only ops through which a constant's positivity is checked (as TVM does)."""
 
 
+NOT_A_SCALE = "the operand does not broadcast as a scale"
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """Which axes of a value a scale may move along, and whether it must be positive."""
@@ -105,6 +108,25 @@ def is_all_positive(expr: Expr) -> bool:
         return False
     data = expr.data.numpy()
     return data.dtype.kind in "iuf" and bool(np.all(data > 0))
+
+
+def fold_refusal(lhs: Sequence[Dim] | None, rhs: Sequence[Dim] | None, other: Expr,
+                 message: Message) -> str | None:
+    """Why the operand `other` (shape `rhs`) of a multiply of a value of shape `lhs` is not
+    a scale to fold along `message.axes`, or None when it is."""
+    if lhs is None or rhs is None or not match_broadcast(lhs, rhs, message.axes):
+        return f"{NOT_A_SCALE} along axes {list(message.axes)}"
+    if not is_float_scale(other):
+        return "the operand is not a float (an integer multiply is a rescale step)"
+    if message.require_positive and not is_all_positive(other):
+        return "the scale must cross a relu, but it is not a constant of positive values"
+    return None
+
+
+def not_a_scale(refusal: str) -> bool:
+    """Whether a refusal says the operand is no scale at all (the least telling reason,
+    when a multiply's other side gave a better one)."""
+    return refusal.startswith(NOT_A_SCALE)
 
 
 def ref_counts(body: Expr) -> Counter[Expr]:

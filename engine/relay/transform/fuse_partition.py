@@ -10,7 +10,8 @@ them allows it:
 1. injective ops (and tuples) join what follows when all paths are injective;
 2. injective ops are fused into intermediate tuples already fused downstream.
 
-A merge is refused when the group would exceed `max_depth` ops. All path
+A merge is refused when the group would exceed `max_depth` ops. Each refusal is
+noted (fuse_remarks.py) and becomes a remark when the groups are final. All path
 walks are iterative.
 """
 
@@ -35,6 +36,8 @@ from engine.relay.transform.fuse_ops_graph import (
     IndexedForwardGraph,
     post_dominator_tree,
 )
+from engine.relay.transform.fuse_remarks import FusionNotes, no_dominator_reason, pattern_name
+from engine.transform.remarks import op_name
 
 PathCondition = Callable[[int, bool], bool]
 """`fcond(pattern of a group on the path, is_sink)`: may the path pass through it?"""
@@ -81,6 +84,7 @@ class GraphPartitioner:
         self.opt_level = opt_level
         self.max_depth = max_depth
         self.groups: list[Group] = []
+        self.notes = FusionNotes()
 
     def partition(self, graph: IndexedForwardGraph) -> list[Group]:
         """One group per node (index-aligned); nodes fused together share a root."""
@@ -91,25 +95,52 @@ class GraphPartitioner:
         dom = post_dominator_tree(graph)
         for phase in range(3):
             self._run_fuse(graph, dom, phase)
+        self.notes.emit(graph, self.groups)
         return self.groups
 
     # --- the phases ---------------------------------------------------------------------
     def _run_fuse(self, graph: IndexedForwardGraph, dom: list[DomNode], phase: int) -> None:
         for gnode, dnode, group in zip(graph.post_dfs_order, dom, self.groups):
-            if group.pattern == OPAQUE or dnode.parent is None:
-                continue
-            sink = dnode.parent.gnode
-            if self._count_with_child(gnode, sink) > self.max_depth:
-                continue
-            if phase == 2:
-                self._fuse_into_tuple(gnode, sink, group)
-                continue
-            sink_group = self.groups[sink.index]
-            if group.find_root() is sink_group.find_root() or sink_group.pattern == TUPLE:
-                continue
-            fcond = self._condition(group.pattern, dnode.pattern, phase)
-            if fcond is not None and self._check_path(gnode, sink, fcond):
-                self._commit_fuse(gnode, sink)
+            if group.pattern == OPAQUE:
+                self.notes.note(gnode, "opaque", "an opaque op ends its fusion group")
+            elif dnode.parent is None:
+                self.notes.note(gnode, *no_dominator_reason(gnode))
+            else:
+                self._try_fuse(gnode, dnode, group, phase)
+
+    def _try_fuse(self, gnode: GraphNode, dnode: DomNode, group: Group, phase: int) -> None:
+        assert dnode.parent is not None
+        sink = dnode.parent.gnode
+        size = self._count_with_child(gnode, sink)
+        if size > self.max_depth:
+            self.notes.note(gnode, "depth-limit", f"the group would hold {size} ops, over "
+                            f"relay.FuseOps.max_depth={self.max_depth}", size=size,
+                            max_depth=self.max_depth)
+            return
+        if phase == 2:
+            self._fuse_into_tuple(gnode, sink, group)
+            return
+        sink_group = self.groups[sink.index]
+        if group.find_root() is sink_group.find_root():
+            return
+        if sink_group.pattern == TUPLE:
+            self.notes.note(gnode, "multiple-consumers" if len(gnode.outputs) > 1 else "tuple",
+                            "its uses meet only in a tuple, which ends fusion")
+            return
+        fcond = self._condition(group.pattern, dnode.pattern, phase)
+        if fcond is None and dnode.pattern == OPAQUE:
+            self.notes.note(gnode, "opaque", f"its path to {op_name(sink.ref)} passes "
+                            "through an opaque op")
+        elif fcond is None:
+            self.notes.note(gnode, "pattern", f"its pattern {pattern_name(group.pattern)} does "
+                            f"not fuse along {pattern_name(dnode.pattern)} paths to "
+                            f"{op_name(sink.ref)}", producer=pattern_name(group.pattern),
+                            path=pattern_name(dnode.pattern))
+        elif not self._check_path(gnode, sink, fcond):
+            self.notes.note(gnode, "path", f"a path to {op_name(sink.ref)} passes through "
+                            "an op its pattern cannot fuse with")
+        else:
+            self._commit_fuse(gnode, sink)
 
     @staticmethod
     def _condition(pattern: int, dom_pattern: int, phase: int) -> PathCondition | None:

@@ -6,9 +6,11 @@ import { EventHub, TOPIC } from "../hub.js";
 import { CompareRunsPane } from "../panes/compare.js";
 import { DebuggerPane } from "../panes/debugger.js";
 import { DiffPane } from "../panes/diff.js";
+import { GraphPane } from "../panes/graph.js";
 import { LayersPane } from "../panes/layers.js";
 import { NumericsBanner, TensorPane, numericsBreak } from "../panes/numerics.js";
 import { OptionsPane } from "../panes/options.js";
+import { PassDebugPane } from "../panes/pass-debug.js";
 import { PinShapes, symbolicInputs } from "../panes/pin-shapes.js";
 import { ProvenancePane } from "../panes/provenance.js";
 import { SchedulesPane } from "../panes/schedules.js";
@@ -78,11 +80,14 @@ export class SessionPage {
     this.layers = new LayersPane(this.hub, this.ctx);
     this.numerics = new NumericsBanner(this.hub, this.ctx);
     this.tensor = new TensorPane(this.hub, this.ctx);
+    this.passDebug = new PassDebugPane(this.hub, this.ctx);
     this.tabBar = h("div.tabs", { role: "tablist" },
       this.columnToggle("left", "◧", "Show or hide the passes column"),
       TABS.map(([key, label]) =>
         h("button.tab", { type: "button", role: "tab", dataset: { tab: key }, "data-testid": `tab-${key}`,
           on: { click: () => this.showTab(key) } }, label)),
+      h("button.btn.small.ghost.graph-toggle", { type: "button", "aria-pressed": "false", "data-testid": "toggle-graph",
+        title: "Show or hide the graph of the snapshots above their text", on: { click: () => this.toggleGraph() } }, "◇ Graph"),
       h("span.spacer"),
       this.columnToggle("right", "◨", "Show or hide the provenance and layers column"));
     this.tabBodies = Object.fromEntries(TABS.map(([key]) => [key, h("div.tab-body", { dataset: { tab: key } })]));
@@ -113,10 +118,18 @@ export class SessionPage {
     this.compare.mount(this.tabBodies.compare);
     this.summary.mount(this.tabBodies.model);
     this.diff.mount(this.tabBodies.diff);
+    this.graphDock = h("div.graph-dock", { hidden: true });
+    this.tabBodies.diff.prepend(this.graphDock);
+    this.graph = new GraphPane(this.hub, this.ctx).mount(this.graphDock);
     this.schedules.mount(this.tabBodies.schedules);
     this.provenance.mount(right);
     this.layers.mount(right);
     this.tensor.mount(right);
+    if (localStorage.getItem("irx.graph") === "1" || this.url.get("graph")) {
+      this.graphDock.hidden = false;
+      this.tabBar.querySelector("[data-testid=toggle-graph]").setAttribute("aria-pressed", "true");
+    }
+    this.passDebug.mount(right);
   }
 
   wire() {
@@ -186,7 +199,16 @@ export class SessionPage {
     for (const t of this.tabBar.children) t.setAttribute("aria-selected", String(t.dataset.tab === name));
     this.schedules.setActive(name === "schedules");
     this.compare.setActive(name === "compare");
+    this.graph.setActive(name === "diff" && !this.graphDock.hidden);
     this.url.patch({ [K.TAB]: name === "diff" ? null : name });
+  }
+
+  /** Show or hide the graph above the text of the diff (remembered in localStorage). */
+  toggleGraph(show = this.graphDock.hidden) {
+    this.graphDock.hidden = !show;
+    this.tabBar.querySelector("[data-testid=toggle-graph]").setAttribute("aria-pressed", String(show));
+    localStorage.setItem("irx.graph", show ? "1" : "0");
+    this.showTab("diff");
   }
 
   /** Delete the session (the server refuses while a run is in progress), then go home. */

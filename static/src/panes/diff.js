@@ -13,6 +13,7 @@ import { functionsOf, scopeChoices, scopeText } from "../scope.js";
 import { highlightsFor, sourceIndexOf } from "../sourcemap.js";
 import { driftRanges, numericsBreak } from "./numerics.js";
 import { quantExtensions } from "../quant.js";
+import { paintRemarks, placeRemarks, remarkGutter } from "../remarks.js";
 
 const SIDES = ["a", "b"];
 const VIEW_KEY = "irx.diffView";
@@ -114,6 +115,7 @@ export class DiffPane extends Pane {
     });
     this.listen(TOPIC.EXPR_SELECTED, (sel) => this.select(sel, sel?.origin !== "click"));
     this.listen(TOPIC.LAYER_SELECTED, (sel) => this.select(sel ? { layer: sel.name } : null, true));
+    this.listen(TOPIC.REMARKS, (r) => { this.remarks = r; this.showRemarks(); });
     this.onDestroy(() => this.view?.destroy());
   }
 
@@ -191,6 +193,7 @@ export class DiffPane extends Pane {
   async compare({ left, right, title, captions, passIndex }) {
     const seq = ++this.requestSeq;
     this.current = { left, right, title, captions, passIndex };
+    this.remarks = null;
     const passName = passIndex === null || passIndex === undefined ? null : this.model?.pass(passIndex)?.name ?? null;
     this.summaryText.textContent = "";
     this.summary.hidden = true;
@@ -234,6 +237,7 @@ export class DiffPane extends Pane {
       this.root.dataset.provenance = "ready";
       this.hub.emit(TOPIC.SNAPSHOTS_SHOWN, { left: a, right: b, indexes: this.indexes });
       this.paint(true);
+      this.showRemarks();
       return this.indexes;
     }, (err) => {
       if (seq === this.requestSeq && this.root) {
@@ -297,6 +301,7 @@ export class DiffPane extends Pane {
     this.rebuild();
     this.indexes = indexes;
     this.paint(false);
+    this.showRemarks();
   }
 
   /** The pass's structural summary above the diff (nodes created, removed, rewritten by op). */
@@ -357,6 +362,7 @@ export class DiffPane extends Pane {
         quantExtensions(() => this.indexes[s] && { index: this.indexes[s], text: this.snapshots[s].text,
           offset: this.shown?.[s].offset ?? 0 }),
         foldable,
+        remarkGutter((pos) => this.pick(s, pos)),
         this.viewOptions.wrap ? softWrap : [],
       ],
     });
@@ -380,6 +386,18 @@ export class DiffPane extends Pane {
     this.root.dataset.removedLines = String(precomputed.removed ?? 0);
     delete this.root.dataset.loading;
     this.paint(false);
+  }
+
+  /** The compared pass's remarks at their expressions' lines, on each side that has them. */
+  showRemarks() {
+    const r = this.remarks;
+    if (!this.view || !r || !this.current || r.left !== this.current.left || r.right !== this.current.right) return;
+    for (const s of SIDES) {
+      const index = this.indexes[s];
+      if (!index || !this.shown) continue;
+      paintRemarks(this.view[s], placeRemarks(index, r.remarks, this.shown[s].offset ?? 0, this.shown[s].text.length));
+    }
+    this.root.dataset.remarks = String(r.remarks.length);
   }
 
   /** Fold every unchanged stretch, the same lines on both sides (the diff's own pairs). */

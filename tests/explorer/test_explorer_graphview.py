@@ -1,0 +1,175 @@
+"""The Graph view's data (explorer.graphview, GET /api/snapshots/<id>/graph): a snapshot's
+dataflow read back from its text and source map. After FuseOps each fused function is a
+group whose parameters are replaced by the call's arguments; layer paths group nodes; a
+long chain is split into runs of consecutive nodes so that no group shows too many boxes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from explorer_helpers import collect_until, start, subscribe, terminal, upload
+
+import engine as tvm
+from engine import relay, transform
+from explorer.compiler import print_snapshot
+from explorer.graphview import MAX_CHILDREN, build_graph, layer_path
+
+MODEL = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]) /* block1/conv */;
+  %1 = nn.relu(%0) /* block1/relu */;
+  %2 = nn.max_pool2d(%1, pool_size=[2, 2]) /* block1/pool */;
+  nn.relu(%2) /* head/relu */
+}
+"""
+
+
+def _graph(mod: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    text, table = print_snapshot(mod)
+    nodes, groups = build_graph(text, table.to_json())
+    return [dict(n) for n in nodes], [dict(g) for g in groups], text
+
+
+def _typed() -> Any:
+    return transform.Sequential([relay.transform.InferType()])(relay.fromtext(MODEL))
+
+
+def test_nodes_and_edges_follow_the_dataflow() -> None:
+    nodes, groups, text = _graph(_typed())
+    by_label = {n["label"]: n for n in nodes if n["kind"] == "call" and n["label"] != "nn.relu"}
+    conv, pool = by_label["nn.conv2d"], by_label["nn.max_pool2d"]
+    relus = [n for n in nodes if n["label"] == "nn.relu"]
+    inputs = {n["label"]: n for n in nodes if n["kind"] == "var"}
+    assert set(inputs) == {"%x", "%w"}
+    assert conv["inputs"] == [inputs["%x"]["id"], inputs["%w"]["id"]]
+    assert conv["type"] == "Tensor[(1, 4, 8, 8), float32]" and conv["spans"] == ["block1/conv"]
+    assert text.splitlines()[conv["line"] - 1].lstrip().startswith("%0 = nn.conv2d(")
+    first_relu = next(r for r in relus if r["inputs"] == [conv["id"]])
+    assert pool["inputs"] == [first_relu["id"]]
+    # layer paths: block1's three calls in one group, head's call alone stays at the top
+    block1 = [i for i, g in enumerate(groups) if g["label"] == "block1"]
+    assert len(block1) == 1 and groups[block1[0]]["kind"] == "layer"
+    assert {n["group"] for n in (conv, first_relu, pool)} == set(block1)
+    assert groups[block1[0]]["size"] == 3
+
+
+def test_fused_functions_are_groups_of_their_body() -> None:
+    fused = transform.Sequential([relay.transform.FuseOps(2), relay.transform.InferType()])(_typed())
+    nodes, groups, text = _graph(fused)
+    fns = [(i, g) for i, g in enumerate(groups) if g["kind"] == "function"]
+    assert len(fns) >= 2, groups
+    # no call of a function and no fused parameter is a node: the body stands for them
+    assert not [n for n in nodes if n["kind"] == "call" and n["op"] is None]
+    assert {n["label"] for n in nodes if n["kind"] == "var"} == {"%x", "%w"}
+    conv = next(n for n in nodes if n["op"] == "nn.conv2d")
+    xw = {n["id"] for n in nodes if n["kind"] == "var"}
+    assert set(conv["inputs"]) == xw  # the call's arguments, not %p0 / %p1
+    conv_fn = next(i for i, g in fns if conv["group"] == i)
+    assert groups[conv_fn]["label"].startswith("fn conv2d")
+    # the function's node id and its call's name the group (the text's `fn (` and `%k(`)
+    fn_id, call_id = groups[conv_fn]["node_ids"]
+    assert fn_id != call_id
+    # the pool reads the conv function's result (its relu) across the group boundary
+    pool = next(n for n in nodes if n["op"] == "nn.max_pool2d")
+    relu = next(n for n in nodes if n["op"] == "nn.relu" and n["group"] == conv_fn)
+    assert pool["inputs"] == [relu["id"]]
+
+
+def test_a_long_chain_is_split_into_runs() -> None:
+    x = relay.var("x", shape=(1, 4))
+    y = x
+    for k in range(MAX_CHILDREN * 5 + 3):
+        y = relay.nn.relu(y) if k % 2 else relay.tanh(y)
+    mod = transform.Sequential([relay.transform.InferType()])(
+        tvm.IRModule.from_expr(relay.Function([x], y)))
+    nodes, groups, _ = _graph(mod)
+    assert len(nodes) == MAX_CHILDREN * 5 + 4
+    children: dict[int, int] = {}
+    for n in nodes:
+        children[n["group"]] = children.get(n["group"], 0) + 1
+    for i, _ in enumerate(groups):
+        children[i] = children.get(i, 0) + sum(1 for g in groups if g["parent"] == i)
+    children[-1] = children.get(-1, 0) + sum(1 for g in groups if g["parent"] == -1)
+    assert max(children.values()) <= MAX_CHILDREN, children
+    runs = [g for g in groups if g["kind"] == "range"]
+    assert runs and all(" … " in g["label"] for g in runs)
+
+
+def test_layer_path() -> None:
+    assert layer_path("/encoder/layer.3/attention/self/MatMul") == ("encoder", "layer.3", "attention", "self")
+    assert layer_path("layer1.0.conv1") == ("layer1", "0")
+    assert layer_path("relu") == ()
+
+
+def test_graph_endpoint(client: Any, sock: Any) -> None:
+    session = upload(client)
+    run_id = start(sock, session["id"], passes=["InferType", "FuseOps"])
+    subscribe(sock, run_id)
+    events = collect_until(sock, terminal)
+    fuse = next(e["data"] for e in events if e["type"] == "pass_finished" and e["data"]["name"] == "FuseOps")
+    resp = client.get(f"/api/snapshots/{fuse['after']}/graph")
+    assert resp.status_code == 200 and resp.mimetype == "application/json"
+    body = resp.get_json()
+    assert body["snapshot_id"] == fuse["after"]
+    assert {n["op"] for n in body["nodes"] if n["kind"] == "call"} == {"add", "nn.relu", "multiply"}
+    assert any(g["kind"] == "function" for g in body["groups"])
+    ids = {n["id"] for n in body["nodes"]}
+    assert all(i in ids for n in body["nodes"] for i in n["inputs"])
+    again = client.get(f"/api/snapshots/{fuse['after']}/graph")
+    assert again.data == resp.data  # cached: the same bytes
+    missing = client.get("/api/snapshots/999999/graph")
+    assert missing.status_code == 404 and missing.get_json()["error"]["code"] == "not_found"
+
+
+MODEL_JS = (Path(__file__).resolve().parents[2] / "static" / "src" / "graph" / "model.js").as_uri()
+SCRIPT = """
+import(process.argv[1]).then(({ GraphModel }) => {
+  const { graph, budget } = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  const m = new GraphModel(graph);
+  m.openDefault(budget);
+  const count = (boxes) => boxes.reduce((n, b) => n + 1 + count(b.children), 0);
+  const opened = { boxes: count(m.boxes()), edges: m.edges() };
+  const conv = graph.nodes.find((n) => n.op === "nn.conv2d");
+  const before = m.ownerKey(conv.id);
+  const revealed = m.reveal(conv.id);
+  const fn = graph.groups.findIndex((g) => g.kind === "function");
+  console.log(JSON.stringify({ opened, before, revealed, after: m.ownerKey(conv.id),
+    fnKey: m.ownerKey(graph.groups[fn].node_ids[1]), fn,
+    search: m.search("max_pool").map((h) => h.id), byId: m.search(String(conv.id)).map((h) => h.id) }));
+});
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_page_model_collapses_reveals_and_searches() -> None:
+    """static/src/graph/model.js (run with node) on the graph of a fused chain: with a budget
+    of a few boxes it opens collapsed, edges join the boxes shown, reveal expands down to a
+    node, a function's call id names its group, search finds by operator and node id."""
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    y = x
+    for k in range(60):
+        y = relay.nn.max_pool2d(y, pool_size=(1, 1)) if k % 3 == 0 else relay.nn.relu(y)
+    mod = transform.Sequential([relay.transform.InferType(), relay.transform.FuseOps(2),
+                                relay.transform.InferType()])(tvm.IRModule.from_expr(relay.Function([x], y)))
+    text, table = print_snapshot(mod)
+    nodes, groups = build_graph(text, table.to_json())
+    graph = {"snapshot_id": 1, "nodes": [dict(n) for n in nodes], "groups": [dict(g) for g in groups]}
+    # one node renamed conv2d: the node the test reveals and finds by id
+    graph["nodes"][1] = {**graph["nodes"][1], "op": "nn.conv2d"}
+    done = subprocess.run(["node", "--input-type=commonjs", "-e", SCRIPT, MODEL_JS],
+                          input=json.dumps({"graph": graph, "budget": 6}), capture_output=True,
+                          text=True, timeout=60, check=True)
+    out = json.loads(done.stdout)
+    assert out["opened"]["boxes"] <= 6 + MAX_CHILDREN, out["opened"]
+    assert out["before"].startswith("g") and out["revealed"] is True
+    assert out["after"] == f"n{graph['nodes'][1]['id']}"
+    assert out["fnKey"] == f"g{out['fn']}"
+    pools = {n["id"] for n in nodes if n["op"] == "nn.max_pool2d"}
+    assert set(out["search"]) >= pools and out["byId"] == [graph["nodes"][1]["id"]]
+    for e in out["opened"]["edges"]:
+        assert e["from"] != e["to"] and e["count"] >= 1
