@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, render_template, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 
 from explorer import exchange, queries
 from explorer.demo import demo_session
@@ -35,7 +35,12 @@ def create_session() -> tuple[Response, int]:
     if request.mimetype == RAW_UPLOAD_TYPE:  # the page's upload: the body is the file
         name, stream = raw_upload(request)
         shapes = parse_input_shapes(request.args.get("input_shapes"))
-        return jsonify({"session": services().sessions.create(name, stream, shapes)}), 201
+        try:
+            session = services().sessions.create(name, stream, shapes)
+        except ClientDisconnected:  # nothing is stored (the copy removes its file)
+            raise bad_request("incomplete_upload", f"{name}: the body ended before its "
+                              f"{request.content_length} bytes") from None
+        return jsonify({"session": session}), 201
     upload = request.files.get("file")
     if upload is None:
         raise bad_request("missing_file", "send the model as the multipart field 'file' "

@@ -20,9 +20,10 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from flask import Request, current_app
+from werkzeug.exceptions import ClientDisconnected
 from werkzeug.formparser import FormDataParser, MultiPartParser
 
 from explorer.protocol import ApiError, bad_request
@@ -127,14 +128,32 @@ def raw_upload(req: Request) -> tuple[str, IO[bytes]]:
     """The client's file name (`?name=`) and the body stream of a raw upload, checked
     before a byte of the body is read: a name, a length (413 beyond MAX_CONTENT_LENGTH,
     raised by werkzeug as the stream is opened). The stream ends at Content-Length; a
-    body cut short raises werkzeug's ClientDisconnected (400) while it is copied."""
+    body cut short raises ClientDisconnected while it is copied (WholeBody)."""
     name = req.args.get("name", "")
     if not name.strip():
         raise bad_request("missing_name", "a raw upload names its file: "
                           "POST /api/sessions?name=FILE with the file as the body")
     if req.content_length is None and "wsgi.input_terminated" not in req.environ:
         raise ApiError(411, "length_required", "a raw upload needs a Content-Length header")
-    return name, req.stream
+    if req.content_length is None:
+        return name, req.stream
+    return name, cast(IO[bytes], WholeBody(req.stream, req.content_length))  # read() alone
 
 
-__all__ = ["HashedUpload", "UPLOAD_PREFIX", "UploadRequest", "raw_upload"]
+class WholeBody:
+    """A request body that must bring all of its Content-Length: one that ends sooner
+    (the client went away) raises ClientDisconnected, whichever server ran the request
+    (werkzeug's stream does so itself; gunicorn's just ends, as the limit is its own)."""
+
+    def __init__(self, stream: IO[bytes], length: int) -> None:
+        self.stream, self.length, self.seen = stream, length, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.seen += len(data)
+        if not data and size and self.seen < self.length:
+            raise ClientDisconnected()
+        return data
+
+
+__all__ = ["HashedUpload", "UPLOAD_PREFIX", "UploadRequest", "WholeBody", "raw_upload"]

@@ -14,9 +14,11 @@ import onnx
 import pytest
 from explorer_helpers import MODEL_TEXT
 from onnx import TensorProto, helper
+from werkzeug.exceptions import ClientDisconnected
 
 from explorer import create_app
 from explorer.protocol import RAW_UPLOAD_TYPE
+from explorer.uploads import WholeBody
 
 
 def put_raw(client: Any, data: bytes, name: str | None, **query: str) -> Any:
@@ -114,7 +116,8 @@ def test_a_raw_body_cut_short_leaves_nothing(client, data_dir):
     resp = client.post("/api/sessions?name=cut.onnx", input_stream=io.BytesIO(b"x" * 1000),
                        content_type=RAW_UPLOAD_TYPE, environ_overrides={"CONTENT_LENGTH": "4000"})
     assert resp.status_code == 400
-    assert resp.get_json()["error"]["code"] == "bad_request"
+    error = resp.get_json()["error"]
+    assert error["code"] == "incomplete_upload" and "cut.onnx" in error["message"]
     assert stored(data_dir) == []
 
 
@@ -125,3 +128,13 @@ def test_a_raw_upload_without_a_length_is_411(client, data_dir):
     assert resp.status_code == 411
     assert resp.get_json()["error"]["code"] == "length_required"
     assert stored(data_dir) == []
+
+
+def test_a_body_a_server_ends_early_is_incomplete_too():
+    """gunicorn ends a body at its own limit without a word: WholeBody notices."""
+    body = WholeBody(io.BytesIO(b"x" * 1000), 4000)
+    assert body.read(600) == b"x" * 600 and body.read(600) == b"x" * 400
+    with pytest.raises(ClientDisconnected):
+        body.read(600)
+    whole = WholeBody(io.BytesIO(b"x" * 10), 10)
+    assert whole.read(64) == b"x" * 10 and whole.read(64) == b""
