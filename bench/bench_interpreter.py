@@ -44,15 +44,22 @@ from engine.relay.interpreter import evaluate  # noqa: E402
 RESULTS = ROOT / "bench" / "results" / "interpreter.md"
 
 
-def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
-    """(median, best) wall time in ms after one warm-up run."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+def best_of(fns: list[Callable[[], Any]], repeat: int) -> list[tuple[float, float, float]]:
+    """(median, best) wall time and median CPU time of this process, in ms, of each
+    function after one warm-up run each. The functions take turns, so a change in the
+    machine's load reaches all of them alike; CPU time leaves out the time other processes
+    held the core (on a shared machine the wall times of long runs suffer most)."""
+    for fn in fns:
         fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return float(np.median(times)), min(times)
+    times: list[list[float]] = [[] for _ in fns]
+    cpu: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, spent, used in zip(fns, times, cpu):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            fn()
+            spent.append((time.perf_counter() - start) * 1000)
+            used.append((time.process_time() - start_cpu) * 1000)
+    return [(float(np.median(t)), min(t), float(np.median(c))) for t, c in zip(times, cpu)]
 
 
 def onnx_inputs(path: Path) -> dict[str, np.ndarray]:
@@ -86,7 +93,25 @@ def ort_runner(path: Path, feeds: dict[str, np.ndarray]) -> Callable[[], Any]:
     return lambda: sess.run(None, feeds)
 
 
-def engine_runner(name: str, path: Path, feeds: dict[str, np.ndarray]
+FOLDED = "ONNX import, batch_norm folded (O3 passes)"
+
+
+def fold_inference(mod: Any, params: dict[str, Any]) -> Any:
+    """The imported module with its weights bound and batch_norm folded into the convolutions
+    by our O3 passes (SimplifyInference, FoldConstant, FoldScaleAxis): what onnxruntime's
+    default session optimizations do at session creation (it also fuses the activations,
+    which this does not)."""
+    from engine.relay import transform
+    from engine.relay.transform.pipeline import bind_params
+
+    passes = transform.Sequential([transform.InferType(), transform.SimplifyInference(),
+                                   transform.FoldConstant(), transform.FoldScaleAxis(),
+                                   transform.FoldConstant()])
+    with transform.PassContext(opt_level=3):
+        return passes(bind_params(mod, params))
+
+
+def engine_runner(name: str, path: Path, feeds: dict[str, np.ndarray], folded: bool = False
                   ) -> tuple[Callable[[], Any], str]:
     try:
         import onnx
@@ -94,6 +119,9 @@ def engine_runner(name: str, path: Path, feeds: dict[str, np.ndarray]
         from engine.relay.frontend import from_onnx
 
         mod, params = from_onnx(onnx.load(str(path)))
+        if folded:
+            mod = fold_inference(mod, params)
+            return (lambda: evaluate(mod, feeds)), FOLDED
         inputs = {**{k: v.numpy() if hasattr(v, "numpy") else v for k, v in params.items()},
                   **feeds}
         evaluate(mod, inputs)
@@ -139,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--models", default="resnet50,mobilenetv2,bert2")
+    parser.add_argument("--no-folded", action="store_true",
+                        help="time only the imported module, not also its batch_norm-folded form")
     args = parser.parse_args(argv)
     import onnxruntime
 
@@ -146,14 +176,19 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models.split(","):
         path = model_path(name)
         feeds = onnx_inputs(path)
-        ort_med, ort_best = best_of(ort_runner(path, feeds), args.repeat)
-        run, source = engine_runner(name, path, feeds)
-        eng_med, eng_best = best_of(run, args.repeat)
-        rows.append((name, source, eng_med, eng_best, ort_med, ort_best, eng_med / ort_med))
+        runners = [engine_runner(name, path, feeds)]
+        if not args.no_folded and runners[0][1] == "ONNX import":
+            runners.append(engine_runner(name, path, feeds, folded=True))
+        (ort_med, ort_best, ort_cpu), *ours = best_of(
+            [ort_runner(path, feeds)] + [run for run, _ in runners], args.repeat)
+        rows += [(name, source, eng_med, eng_best, ort_med, ort_best, eng_med / ort_med,
+                  eng_cpu, ort_cpu, eng_cpu / ort_cpu)
+                 for (_, source), (eng_med, eng_best, eng_cpu) in zip(runners, ours)]
     header = ("| model | engine input | interpreter median ms | best ms | onnxruntime median ms "
-              "| best ms | ratio (median) |\n|---|---|---|---|---|---|---|")
-    lines = [f"| {n} | {s} | {a:.1f} | {b:.1f} | {c:.1f} | {d:.1f} | {r:.2f}x |"
-             for n, s, a, b, c, d, r in rows]
+              "| best ms | ratio (median) | CPU ms ours / ort | ratio (CPU) |\n"
+              "|---|---|---|---|---|---|---|---|---|")
+    lines = [f"| {n} | {s} | {a:.1f} | {b:.1f} | {c:.1f} | {d:.1f} | {r:.2f}x "
+             f"| {e:.1f} / {f:.1f} | {g:.2f}x |" for n, s, a, b, c, d, r, e, f, g in rows]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     text = (f"\n## {stamp}\n\nMachine: {machine()}; onnxruntime {onnxruntime.__version__}; "
             f"{THREADS} thread(s) each; {args.repeat} timed runs after one warm-up.\n\n"

@@ -6,14 +6,15 @@ import json
 from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, render_template, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 
 from explorer import exchange, queries
 from explorer.demo import demo_session
 from explorer.extensions import services
-from explorer.protocol import MAX_SAFE_INT, ApiError, bad_request
+from explorer.protocol import MAX_SAFE_INT, RAW_UPLOAD_TYPE, ApiError, bad_request
 from explorer.runs.schedules import node_json
 from explorer.runs.tensors import inspect_tensor
+from explorer.uploads import raw_upload
 
 bp = Blueprint("explorer", __name__)
 
@@ -29,11 +30,21 @@ def index(session_id: str | None = None, run_id: str | None = None) -> str:
 # --- sessions --------------------------------------------------------------------------
 @bp.post("/api/sessions")
 def create_session() -> tuple[Response, int]:
-    upload = request.files.get("file")
-    if upload is None:
-        raise bad_request("missing_file", "send the model as the multipart field 'file'")
     from explorer.sessions import parse_input_shapes
 
+    if request.mimetype == RAW_UPLOAD_TYPE:  # the page's upload: the body is the file
+        name, stream = raw_upload(request)
+        shapes = parse_input_shapes(request.args.get("input_shapes"))
+        try:
+            session = services().sessions.create(name, stream, shapes)
+        except ClientDisconnected:  # nothing is stored (the copy removes its file)
+            raise bad_request("incomplete_upload", f"{name}: the body ended before its "
+                              f"{request.content_length} bytes") from None
+        return jsonify({"session": session}), 201
+    upload = request.files.get("file")
+    if upload is None:
+        raise bad_request("missing_file", "send the model as the multipart field 'file' "
+                          f"or as a {RAW_UPLOAD_TYPE} body with ?name=FILE")
     shapes = parse_input_shapes(request.form.get("input_shapes"))
     try:  # streamed into the store in chunks, never whole in memory
         session = services().sessions.create(upload.filename or "", upload.stream, shapes)

@@ -21,6 +21,7 @@ import time
 import unicodedata
 from collections import Counter, OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path, PurePath
 from typing import IO, Any
 
@@ -207,18 +208,30 @@ def _scrub(message: str, server_path: Path | None, filename: str) -> str:
 COPY_CHUNK = 1 << 22
 
 
+def _hash_and_write(digest: Any, out: IO[bytes], chunk: bytes) -> None:
+    digest.update(chunk)
+    out.write(chunk)
+
+
 def _copy_hashing(data: bytes | IO[bytes] | HashedUpload, out: IO[bytes]) -> tuple[str, int]:
-    """Write `data` to `out` in chunks: its SHA-256 and size."""
+    """Write `data` to `out` in chunks: its SHA-256 and size. Each chunk is hashed and
+    written on a helper thread while the next one is read (hashlib, file writes and
+    socket reads release the GIL): a 418 MB upload costs its slower side, not the sum."""
     digest = hashlib.sha256()
     if isinstance(data, bytes | bytearray | memoryview):
         digest.update(data)
         out.write(data)
         return digest.hexdigest(), len(data)
     size = 0
-    while chunk := data.read(COPY_CHUNK):
-        digest.update(chunk)
-        out.write(chunk)
-        size += len(chunk)
+    with ThreadPoolExecutor(1, thread_name_prefix="upload-copy") as hasher:
+        hashed: Future[None] | None = None  # the chunk before: hashed and written
+        while chunk := data.read(COPY_CHUNK):
+            if hashed is not None:
+                hashed.result()  # in order, and at most two chunks held
+            hashed = hasher.submit(_hash_and_write, digest, out, chunk)
+            size += len(chunk)
+        if hashed is not None:
+            hashed.result()
     return digest.hexdigest(), size
 
 

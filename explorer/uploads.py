@@ -6,6 +6,12 @@ would then copy (a 418 MB BERT written twice). `UploadRequest` hands werkzeug a
 every chunk written, so that keeping the upload (`SessionService.create`) is a rename to
 its content's name, not a copy. A file nobody keeps (a request refused later) is
 removed when werkzeug closes it.
+
+The page sends no multipart at all (`raw_upload`): its File is the request body
+(`Content-Type: application/octet-stream`, the name in `?name=`), read in large chunks
+straight into the store while hashing, the same `SessionService.create` path as a stream.
+Werkzeug's multipart parser, pure Python, costs seconds on a 418 MB body; a raw body
+costs the copy alone.
 """
 
 from __future__ import annotations
@@ -14,10 +20,13 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from flask import Request, current_app
+from werkzeug.exceptions import ClientDisconnected
 from werkzeug.formparser import FormDataParser, MultiPartParser
+
+from explorer.protocol import ApiError, bad_request
 
 UPLOAD_PREFIX = ".upload-"
 
@@ -115,4 +124,36 @@ class UploadRequest(Request):
         return HashedUpload(explorer.sessions.models_dir)
 
 
-__all__ = ["HashedUpload", "UPLOAD_PREFIX", "UploadRequest"]
+def raw_upload(req: Request) -> tuple[str, IO[bytes]]:
+    """The client's file name (`?name=`) and the body stream of a raw upload, checked
+    before a byte of the body is read: a name, a length (413 beyond MAX_CONTENT_LENGTH,
+    raised by werkzeug as the stream is opened). The stream ends at Content-Length; a
+    body cut short raises ClientDisconnected while it is copied (WholeBody)."""
+    name = req.args.get("name", "")
+    if not name.strip():
+        raise bad_request("missing_name", "a raw upload names its file: "
+                          "POST /api/sessions?name=FILE with the file as the body")
+    if req.content_length is None and "wsgi.input_terminated" not in req.environ:
+        raise ApiError(411, "length_required", "a raw upload needs a Content-Length header")
+    if req.content_length is None:
+        return name, req.stream
+    return name, cast(IO[bytes], WholeBody(req.stream, req.content_length))  # read() alone
+
+
+class WholeBody:
+    """A request body that must bring all of its Content-Length: one that ends sooner
+    (the client went away) raises ClientDisconnected, whichever server ran the request
+    (werkzeug's stream does so itself; gunicorn's just ends, as the limit is its own)."""
+
+    def __init__(self, stream: IO[bytes], length: int) -> None:
+        self.stream, self.length, self.seen = stream, length, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.seen += len(data)
+        if not data and size and self.seen < self.length:
+            raise ClientDisconnected()
+        return data
+
+
+__all__ = ["HashedUpload", "UPLOAD_PREFIX", "UploadRequest", "WholeBody", "raw_upload"]

@@ -19,6 +19,7 @@ compute it again).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -203,6 +204,11 @@ class Interpreter:
         if compute is None:
             raise EvaluationError(f"operator {op.name} has no numpy implementation")
         try:
+            inplace = op.get_attr("FNumpyInplace")
+            if inplace is not None and args and _donated(args):
+                result = inplace(args, call.attrs)
+                if result is not None:
+                    return result
             return compute(args, call.attrs)
         except EvaluationError:
             raise
@@ -256,6 +262,28 @@ class Interpreter:
 
     def _if(self, ite: If, env: Env) -> Value:
         return self.eval(self._branch(ite, env), env)
+
+
+_UNSHARED_REFS = 3
+"""References to an argument nothing else holds, as `_donated` counts them: the argument
+list, its own parameter and `sys.getrefcount`'s."""
+
+
+def _donated(args: list[Value]) -> bool:
+    """Whether `args[0]` may be overwritten: an array that owns its memory (or is the only
+    user of an array that does) and that no value, environment, constant or view still
+    references (the same test numpy makes to reuse temporaries). The dataflow evaluation
+    drops a value at its last use, so an intermediate result passes this at its last
+    consumer; inputs, parameters, constants and values still needed do not."""
+    arr = args[0]
+    if type(arr) is not np.ndarray or not arr.flags.writeable:
+        return False
+    if sys.getrefcount(arr) > _UNSHARED_REFS:
+        return False
+    base = arr.base
+    # the base is held by `arr`, `base` and getrefcount: nothing else may see its memory
+    return base is None or (type(base) is np.ndarray and base.base is None
+                            and sys.getrefcount(base) <= _UNSHARED_REFS)
 
 
 def _is_closure_call(expr: Expr) -> bool:

@@ -142,6 +142,7 @@ from explorer.protocol.names import (
     PASS_FAILED,
     PASS_FINISHED,
     PASS_STARTED,
+    RAW_UPLOAD_TYPE,
     RESUME_RUN,
     RUN_CANCELLED,
     RUN_EVENT,
@@ -191,7 +192,7 @@ __all__ = [
     "NAMESPACE", "PASS_FAILED", "PASS_FINISHED", "PASS_STARTED", "RUN_CANCELLED", "RUN_EVENT",
     "RUN_FAILED", "RUN_FAILED_CODES", "RUN_FINISHED", "RUN_QUEUED", "RUN_STARTED",
     "RUN_STATUSES", "START_RUN", "SUBSCRIBE", "TEDD_VIEWS", "TERMINAL_EVENTS", "UNSUBSCRIBE",
-    "UPLOAD_EXTENSIONS", "BacktraceAction", "DiffTag", "ModelFormat", "RunStatus",
+    "RAW_UPLOAD_TYPE", "UPLOAD_EXTENSIONS", "BacktraceAction", "DiffTag", "ModelFormat", "RunStatus",
     # errors
     "ApiError", "ErrorBody", "ErrorResponse", "bad_request", "error_response", "not_found",
     # options and shapes

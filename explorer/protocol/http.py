@@ -14,7 +14,9 @@ from explorer.protocol.shapes import FrontendGraph, RunEvent, RunSummary, Sessio
 
 # --- sessions and runs ------------------------------------------------------------------------
 class SessionCreated(TypedDict):
-    """POST /api/sessions, POST /api/sessions/demo, POST /api/sessions/<sid>/pin (201)."""
+    """POST /api/sessions (multipart field `file`, or the file as the body with
+    Content-Type RAW_UPLOAD_TYPE and ?name=FILE[&input_shapes=JSON]), POST
+    /api/sessions/demo, POST /api/sessions/<sid>/pin (201)."""
 
     session: Session
 

@@ -142,6 +142,8 @@ def constants() -> list[str]:
                        extensions), "",
         "/** The upload picker's filter (the server decides; this only filters the picker). */",
         f"export const UPLOAD_ACCEPT = {json.dumps(accept)};", "",
+        "/** The Content-Type of an upload whose body is the file (POST /api/sessions?name=). */",
+        f"export const RAW_UPLOAD_TYPE = {json.dumps(names.RAW_UPLOAD_TYPE)};", "",
         *frozen_list("RUN_FAILED_CODES", "run_failed codes of the run path (an API error "
                      "code may also appear).", names.RUN_FAILED_CODES), "",
         *frozen_list("TEDD_VIEW_KEYS", "The TEDD views of a schedule step, in display order.",

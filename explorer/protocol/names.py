@@ -57,6 +57,9 @@ UPLOAD_EXTENSIONS: dict[ModelFormat, tuple[str, ...]] = {
     "pytorch": (".pt2",),
     "relay": (".relay", ".txt"),
 }
+RAW_UPLOAD_TYPE = "application/octet-stream"
+"""POST /api/sessions?name=FILE with this Content-Type: the body is the model file itself
+(the page's upload; no multipart to parse)."""
 
 # What a backtrace step says a pass did to the node.
 BacktraceAction = Literal["created", "changed", "kept"]

@@ -1,6 +1,6 @@
 // HTTP client for the explorer API: JSON in, JSON out, structured errors.
 import { LruCache } from "./lru.js";
-import { ROUTES } from "./protocol.js";
+import { RAW_UPLOAD_TYPE, ROUTES } from "./protocol.js";
 
 /** An error answered by the server (`{"error": {code, message, detail}}`) or the network. */
 export class ApiError extends Error {
@@ -86,12 +86,12 @@ export const api = {
   demo: () => postJSON(ROUTES.demo()),
   /** A new session of `sid`'s model with its symbolic input dims fixed: {session}. */
   pin: (sid, inputShapes) => postJSON(ROUTES.pin(sid), { input_shapes: inputShapes }),
-  upload: (file, inputShapes) => {
-    const form = new FormData();
-    form.append("file", file, file.name);
-    if (inputShapes) form.append("input_shapes", JSON.stringify(inputShapes));
-    return postForm(ROUTES.sessions(), form);
-  },
+  /** SessionCreated: the File is the request body (streamed by the browser, no multipart). */
+  upload: (file, inputShapes) => request(ROUTES.rawUpload(file.name, inputShapes), {
+    method: "POST",
+    headers: { Accept: "application/json", "Content-Type": RAW_UPLOAD_TYPE },
+    body: file,
+  }),
   importRun: (file) => {
     const form = new FormData();
     form.append("file", file, file.name);

@@ -69,6 +69,9 @@ export const UPLOAD_EXTENSIONS = Object.freeze({
 /** The upload picker's filter (the server decides; this only filters the picker). */
 export const UPLOAD_ACCEPT = ".onnx,.tflite,.pt2,.relay,.txt";
 
+/** The Content-Type of an upload whose body is the file (POST /api/sessions?name=). */
+export const RAW_UPLOAD_TYPE = "application/octet-stream";
+
 /** run_failed codes of the run path (an API error code may also appear). */
 export const RUN_FAILED_CODES = Object.freeze(["pass_failed", "run_failed", "worker_crashed", "interrupted"]);
 

@@ -5,7 +5,9 @@
 export {};
 
 /**
- * POST /api/sessions, POST /api/sessions/demo, POST /api/sessions/<sid>/pin (201).
+ * POST /api/sessions (multipart field `file`, or the file as the body with
+ * Content-Type RAW_UPLOAD_TYPE and ?name=FILE[&input_shapes=JSON]), POST
+ * /api/sessions/demo, POST /api/sessions/<sid>/pin (201).
  * @typedef {Object} SessionCreated
  * @property {Session} session
  */

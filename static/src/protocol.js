@@ -15,6 +15,9 @@ const enc = encodeURIComponent;
 export const ROUTES = Object.freeze({
   /** SessionList (GET), SessionCreated (POST) */
   sessions: () => "/api/sessions",
+  /** SessionCreated (POST, the file as a RAW_UPLOAD_TYPE body) */
+  rawUpload: (name, inputShapes) => `/api/sessions?name=${enc(name)}${
+    inputShapes ? `&input_shapes=${enc(JSON.stringify(inputShapes))}` : ""}`,
   /** SessionCreated */
   demo: () => "/api/sessions/demo",
   /** SessionCreated: a new session with the symbolic input dims pinned */

@@ -1,13 +1,14 @@
 """Depthwise conv2d kernel of the interpreter (conv.py `_depthwise`) against a direct sum
-over kernel taps, on both of its layouts (small planes channels-last, large ones
-channels-first), with strides, dilation, asymmetric padding and channel multipliers."""
+over kernel taps, on all of its paths (strided small planes channels-last; the others
+channels-first, strided ones through the input's stride phases, small planes' taps summed
+by one matmul), with strides, dilation, asymmetric padding and channel multipliers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from engine.relay.op.nn.conv import _CHANNELS_LAST_PLANE, conv2d_nchw
+from engine.relay.op.nn.conv import channels_last, conv2d_nchw
 
 
 def reference(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
@@ -37,6 +38,9 @@ CASES = [  # (channels, multiplier, size, kernel, strides, padding, dilation)
     (4, 1, 71, 3, (2, 2), (0, 1, 1, 0), (1, 1)),
     (3, 3, 40, 3, (3, 2), (2, 2, 2, 2), (2, 2)),
     (5, 1, 37, 1, (2, 2), (0, 0, 0, 0), (1, 1)),
+    (3, 2, 90, 3, (3, 2), (2, 1, 0, 2), (2, 1)),
+    (2, 1, 70, 4, (2, 3), (0, 0, 0, 0), (1, 2)),
+    (3, 2, 20, 3, (1, 1), (1, 1, 1, 1), (1, 1)),  # taps summed by one matmul
 ]
 
 
@@ -54,11 +58,13 @@ def test_depthwise_matches_direct_sum(c: int, mult: int, size: int, k: int,
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
-def test_cases_cover_both_layouts() -> None:
-    planes = [((s + p[0] + p[2] - d[0] * (k - 1) - 1) // st[0] + 1)
-              * ((s + 3 + p[1] + p[3] - d[1] * (k - 1) - 1) // st[1] + 1)
-              for _, _, s, k, st, p, d in CASES]
-    assert min(planes) <= _CHANNELS_LAST_PLANE < max(planes)
+def test_cases_cover_every_path() -> None:
+    paths = {(channels_last((s + p[0] + p[2] - d[0] * (k - 1) - 1) // st[0] + 1,
+                            (s + 3 + p[1] + p[3] - d[1] * (k - 1) - 1) // st[1] + 1, st),
+              st == (1, 1))
+             for _, _, s, k, st, p, d in CASES}
+    # channels-last strided, channels-first at stride 1, channels-first through phases
+    assert {(True, False), (False, True), (False, False)} <= paths
 
 
 def test_float16_sums_in_float32() -> None:

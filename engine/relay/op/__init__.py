@@ -25,6 +25,7 @@ from engine.relay.op.op import (
     TypeRelationError,
     register_compute,
     register_infer_correct_layout,
+    register_inplace,
     register_pattern,
     register_stateful,
     register_type_rel,
@@ -54,6 +55,6 @@ __all__ = [
     *_reduce_all, *_scan_all, *_scatter_all, *_tensor_all,
     *_transform_all, "Op", "OpPattern", "TOpPattern", "TypeRelationError", "det", "dyn",
     "image", "layout_transform", "list_ops", "nn", "register_compute",
-    "register_infer_correct_layout", "register_pattern", "register_stateful",
+    "register_infer_correct_layout", "register_inplace", "register_pattern", "register_stateful",
     "register_type_rel", "tfidf_vectorizer", "vision",
 ]

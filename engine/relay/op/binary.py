@@ -10,7 +10,7 @@ from engine.ir.attrs import Attrs
 from engine.ir.expr import Call, Expr
 from engine.ir.type import TensorType, Type
 from engine.relay.op._typing import broadcast_shapes, check_arity, tensor_arg, type_str
-from engine.relay.op.op import BROADCAST, TypeRelationError, define_op, make_call
+from engine.relay.op.op import BROADCAST, TypeRelationError, define_op, make_call, register_inplace
 
 BinaryFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -73,6 +73,21 @@ ARITHMETIC: dict[str, BinaryFn] = {
 
 for _name, _fn in ARITHMETIC.items():
     define_op(_name, ("lhs", "rhs"), broadcast_rel, BROADCAST, _keep_dtype(_fn))
+
+
+def _into_lhs(fn: np.ufunc) -> Callable[[list[np.ndarray], Attrs], np.ndarray | None]:
+    """`fn(lhs, rhs)` written into `lhs` when the result has its shape and dtype."""
+    def compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray | None:
+        a, b = xs
+        if np.result_type(a, b) != a.dtype or np.broadcast_shapes(a.shape, b.shape) != a.shape:
+            return None
+        with np.errstate(over="ignore", under="ignore"):
+            return fn(a, b, out=a)
+    return compute
+
+
+for _name in ("add", "subtract", "multiply", "maximum", "minimum"):
+    register_inplace(_name, _into_lhs(ARITHMETIC[_name]))  # type: ignore[arg-type]
 
 
 def _binary_ctor(name: str) -> Callable[[Expr, Expr], Call]:

@@ -46,6 +46,8 @@ OPAQUE = OpPattern.OPAQUE
 
 TypeRelation = Callable[[Sequence[Type], Attrs], Type]
 NumpyCompute = Callable[[list[np.ndarray], Attrs], Any]
+InplaceCompute = NumpyCompute
+"""Like `NumpyCompute`, writing into `args[0]`; None when it cannot."""
 
 
 class TypeRelationError(TypeInferenceError):
@@ -117,6 +119,14 @@ def register_stateful(op_name: str, stateful: bool, level: int = 10) -> Any:
 def register_compute(op_name: str, compute: NumpyCompute | None = None, level: int = 10) -> Any:
     """Set the numpy reference implementation (usable as a decorator)."""
     return register_op_attr(op_name, "FNumpyCompute", compute, level)
+
+
+def register_inplace(op_name: str, compute: InplaceCompute | None = None, level: int = 10
+                     ) -> Any:
+    """Set an evaluation that writes the result into the first argument and returns it, or
+    returns None when it cannot (then `FNumpyCompute` runs). The interpreter calls it only
+    for an argument nothing else holds any more (its last use, no other reference)."""
+    return register_op_attr(op_name, "FNumpyInplace", compute, level)
 
 
 def register_type_rel(op_name: str, rel: TypeRelation | None = None, level: int = 10) -> Any:

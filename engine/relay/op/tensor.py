@@ -11,7 +11,14 @@ from engine.ir.dtype import bit_width
 from engine.ir.expr import Call, Expr
 from engine.ir.type import TensorType, Type
 from engine.relay.op._typing import check_arity, tensor_arg, type_str
-from engine.relay.op.op import ELEMWISE, OPAQUE, TypeRelationError, define_op, make_call
+from engine.relay.op.op import (
+    ELEMWISE,
+    OPAQUE,
+    TypeRelationError,
+    define_op,
+    make_call,
+    register_inplace,
+)
 
 
 def identity_rel(arg_types: Sequence[Type], attrs: Attrs) -> Type:
@@ -125,8 +132,16 @@ def _clip_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     return np.clip(x, attrs.a_min, attrs.a_max).astype(x.dtype, copy=False)
 
 
+def _clip_inplace(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray | None:
+    x = xs[0]
+    if x.dtype.kind != "f":  # integer data: the bounds may not be representable
+        return None
+    return np.clip(x, attrs.a_min, attrs.a_max, out=x)
+
+
 define_op("clip", ("data",), identity_rel, ELEMWISE, _clip_compute,
           attrs_type_key="relay.attrs.ClipAttrs")
+register_inplace("clip", _clip_inplace)
 
 
 def clip(a: Expr, a_min: float, a_max: float) -> Call:

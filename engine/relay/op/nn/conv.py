@@ -26,7 +26,8 @@ from engine.relay.op.op import OUT_ELEMWISE_FUSABLE, TypeRelationError, define_o
 
 CONV2D_KEY = "relay.attrs.Conv2DAttrs"
 CONV2D_TRANSPOSE_KEY = "relay.attrs.Conv2DTransposeAttrs"
-_CHANNELS_LAST_PLANE = 32 * 32  # output planes up to this size: depthwise runs channels-last
+_TAP_MATMUL_PLANE = 32 * 32  # channels-first depthwise sums taps by one matmul up to this plane
+_CHANNELS_LAST_PLANE = 16 * 16  # strided depthwise with output planes up to this runs channels-last
 
 
 def _kernel_oihw(weight: TensorType, attrs: Attrs) -> tuple[Dim, Dim, Dim, Dim]:
@@ -110,19 +111,29 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
     return out.reshape(n, o, oh, ow)
 
 
+def channels_last(oh: int, ow: int, strides: tuple[int, int]) -> bool:
+    """Whether depthwise conv2d runs channels-last: strided, with a small output plane
+    (measured: channels-first runs of the plane are faster at stride 1 for every size,
+    and strided from 28x28 output planes up)."""
+    return tuple(strides) != (1, 1) and oh * ow <= _CHANNELS_LAST_PLANE
+
+
 def _depthwise(x: np.ndarray, w: np.ndarray, padding: tuple[int, int, int, int], oh: int,
                ow: int, strides: tuple[int, int], dilation: tuple[int, int]) -> np.ndarray:
     """Depthwise conv of NCHW data (OIHW kernel, O = C x multiplier; padding >= 0): each
     kernel tap is one multiply and one add over the whole tensor into preallocated
-    buffers. Small planes run channels-last (the long channel axis innermost), large ones
-    channels-first; with a row stride of 1, output rows are computed as wide as the padded
-    row (columns past `ow` dropped at the end), so a tap reads one run of each flat plane."""
+    buffers. Strided convolutions with small output planes run channels-last (the long
+    channel axis innermost), the others channels-first; with a row stride of 1, output rows
+    are computed as wide as the padded row (columns past `ow` dropped at the end), so a tap
+    reads one run of each flat plane (strided ones read the input's stride phases)."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     (sh, sw), (dh, dw) = strides, dilation
     dtype = accumulator_dtype(x, w)
     wk = w.reshape(c, o // c, kh, kw).astype(dtype, copy=False)
-    last = oh * ow <= _CHANNELS_LAST_PLANE
+    last = channels_last(oh, ow, strides)
+    if not last and (sh, sw) != (1, 1):
+        return _depthwise_phases(x, wk, padding, oh, ow, strides, dilation)
     pw = -(-(padding[1] + wd + padding[3]) // sw) * sw
     width = pw // sw if sh == 1 else ow  # output columns computed per row
     reach = ((kh - 1) * dh + sh * (oh - 1)) * pw + (kw - 1) * dw + sw * (width - 1) + 1
@@ -130,16 +141,70 @@ def _depthwise(x: np.ndarray, w: np.ndarray, padding: tuple[int, int, int, int],
     planes = _padded(x, padding, ph, pw, last, dtype)
     flat = planes.reshape((n, ph * pw, c) if last else (n, c, ph * pw))
     shape = (n, oh, width, c, o // c) if last else (n, c, o // c, oh, width)
-    acc, tmp = np.empty(shape, dtype), np.empty(shape, dtype)
-    for tap, (i, j) in enumerate((i, j) for i in range(kh) for j in range(kw)):
-        view = _tap(planes, flat, i * dh, j * dw, oh, width, strides, last)
-        weight = wk[:, :, i, j] if last else wk[None, :, :, i, j, None, None]
-        np.multiply(view, weight, out=acc if tap == 0 else tmp)
-        if tap:
-            acc += tmp
+    terms = [(_tap(planes, flat, i * dh, j * dw, oh, width, strides, last),
+              wk[:, :, i, j] if last else wk[None, :, :, i, j, None, None])
+             for i in range(kh) for j in range(kw)]
+    acc = _sum_of_products(terms, shape, dtype) if last else _channels_first_sum(terms, wk, shape)
     if last:
         return acc.reshape(n, oh, width, o)[:, :, :ow].transpose(0, 3, 1, 2)
     return acc.reshape(n, o, oh, width)[..., :ow]
+
+
+def _sum_of_products(terms: list[tuple[np.ndarray, np.ndarray]], shape: tuple[int, ...],
+                     dtype: np.dtype) -> np.ndarray:
+    """The sum of `view * weight` over `terms` (each broadcasting to `shape`) in a new
+    array: one multiply into a scratch buffer and one add in place per term."""
+    acc, tmp = np.empty(shape, dtype), np.empty(shape, dtype)
+    for k, (view, weight) in enumerate(terms):
+        np.multiply(view, weight, out=acc if k == 0 else tmp)
+        if k:
+            acc += tmp
+    return acc
+
+
+def _channels_first_sum(terms: list[tuple[np.ndarray, np.ndarray]], wk: np.ndarray,
+                        shape: tuple[int, int, int, int, int]) -> np.ndarray:
+    """The taps' sum in the channels-first (N, C, multiplier, rows, width) layout. Small
+    planes: the taps' inputs are copied side by side, (N, C, taps, rows * width), and
+    multiplied by the (C, multiplier, taps) kernel in one batched matmul (BLAS; one copy
+    per tap instead of a multiply and an add); large ones sum term by term (the copies
+    would be several times the input)."""
+    n, c, m, oh, width = shape
+    if oh * width > _TAP_MATMUL_PLANE:
+        return _sum_of_products(terms, shape, wk.dtype)
+    cols = np.empty((n, c, len(terms), oh * width), wk.dtype)
+    for t, (view, _) in enumerate(terms):
+        cols[:, :, t] = view.reshape(n, c, oh * width)
+    return np.matmul(wk.reshape(c, m, -1), cols).reshape(shape)
+
+
+def _depthwise_phases(x: np.ndarray, wk: np.ndarray, padding: tuple[int, int, int, int],
+                      oh: int, ow: int, strides: tuple[int, int], dilation: tuple[int, int]
+                      ) -> np.ndarray:
+    """Strided depthwise conv on large planes, channels-first: the padded input is split
+    once into its `sh x sw` phases (rows and columns by their remainder modulo the
+    stride), so every tap reads one contiguous run of a phase plane instead of a
+    stride-2 gather (numpy's strided inner loops are several times slower)."""
+    n, c, h, wd = x.shape
+    _, m, kh, kw = wk.shape
+    (sh, sw), (dh, dw) = strides, dilation
+    rows = max(oh + (kh - 1) * dh // sh + 1, -(-(padding[0] + h) // sh))
+    cols = max(ow + (kw - 1) * dw // sw, -(-(padding[1] + wd) // sw))
+    planes = _padded(x, padding, rows * sh, cols * sw, False, wk.dtype)
+    phases = np.empty((n, c, sh * sw, rows, cols), wk.dtype)
+    for a in range(sh):
+        for b in range(sw):
+            phases[:, :, a * sw + b] = planes[:, :, a::sh, b::sw]
+    flat = phases.reshape(n, c, sh * sw, rows * cols)
+    terms = []
+    for i in range(kh):
+        for j in range(kw):
+            (r0, a), (c0, b) = divmod(i * dh, sh), divmod(j * dw, sw)
+            start = r0 * cols + c0
+            view = flat[:, :, a * sw + b, start:start + oh * cols].reshape(n, c, 1, oh, cols)
+            terms.append((view, wk[None, :, :, i, j, None, None]))
+    acc = _channels_first_sum(terms, wk, (n, c, m, oh, cols))
+    return acc.reshape(n, c * m, oh, cols)[..., :ow]
 
 
 def _tap(planes: np.ndarray, flat: np.ndarray, row: int, col: int, oh: int, width: int,

@@ -17,7 +17,14 @@ from engine.relay.op._typing import (
     tensor_arg,
 )
 from engine.relay.op.indexing import TupleWrapper
-from engine.relay.op.op import ELEMWISE, OPAQUE, OUT_ELEMWISE_FUSABLE, define_op, make_call
+from engine.relay.op.op import (
+    ELEMWISE,
+    OPAQUE,
+    OUT_ELEMWISE_FUSABLE,
+    define_op,
+    make_call,
+    register_inplace,
+)
 from engine.relay.op.tensor import identity_rel
 
 
@@ -45,7 +52,8 @@ def _channel_shape(ndim: int, axis: int, size: int) -> list[int]:
     return shape
 
 
-def _batch_norm_compute(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
+def _batch_norm_affine(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, np.ndarray]:
+    """(scale, shift) broadcasting over the data, in its dtype: `data * scale + shift`."""
     data, gamma, beta, mean, var = xs
     shape = _channel_shape(data.ndim, int(attrs.axis), data.shape[int(attrs.axis)])
     scale = 1.0 / np.sqrt(var + np.asarray(attrs.epsilon, var.dtype))
@@ -54,14 +62,31 @@ def _batch_norm_compute(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray,
     shift = -mean * scale
     if attrs.get("center", True):
         shift = shift + beta
-    out = data * scale.reshape(shape).astype(data.dtype)
-    out += shift.reshape(shape).astype(data.dtype)  # in place: one pass less over the data
-    return out, mean, var
+    return (scale.reshape(shape).astype(data.dtype, copy=False),
+            shift.reshape(shape).astype(data.dtype, copy=False))
+
+
+def _batch_norm_compute(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
+    scale, shift = _batch_norm_affine(xs, attrs)
+    out = xs[0] * scale
+    out += shift  # in place: one pass less over the data
+    return out, xs[3], xs[4]
+
+
+def _batch_norm_inplace(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...] | None:
+    if xs[0].dtype.kind != "f":
+        return None
+    scale, shift = _batch_norm_affine(xs, attrs)
+    out = xs[0]
+    out *= scale
+    out += shift
+    return out, xs[3], xs[4]
 
 
 define_op("nn.batch_norm", ("data", "gamma", "beta", "moving_mean", "moving_var"),
           _batch_norm_rel, OPAQUE, _batch_norm_compute,
           attrs_type_key="relay.attrs.BatchNormAttrs")
+register_inplace("nn.batch_norm", _batch_norm_inplace)
 
 
 def batch_norm(data: Expr, gamma: Expr, beta: Expr, moving_mean: Expr, moving_var: Expr,
@@ -168,6 +193,8 @@ def lrn(data: Expr, size: int = 5, axis: int = 1, bias: float = 2, alpha: float 
 # --- activations ---------------------------------------------------------------------------
 define_op("nn.relu", ("data",), identity_rel, ELEMWISE,
           lambda xs, attrs: np.maximum(xs[0], np.zeros((), xs[0].dtype)))
+register_inplace("nn.relu", lambda xs, attrs: np.maximum(xs[0], np.zeros((), xs[0].dtype),
+                                                         out=xs[0]))
 define_op("nn.leaky_relu", ("data",), identity_rel, ELEMWISE,
           lambda xs, attrs: np.where(xs[0] > 0, xs[0],
                                      xs[0] * np.asarray(attrs.alpha, xs[0].dtype)),
