@@ -96,6 +96,9 @@ def expand_collapse(page: Any, repeat: int) -> tuple[list[float], float]:
             page.evaluate(f"(key) => {VIEW}.centre(key)", key)
             page.wait_for_timeout(50)
             box = page.evaluate(f"(key) => {VIEW}.screenBox(key)", key)
+            # an expanded group can be wider than the pane: its header's visible part
+            left = page.evaluate(f"{VIEW}.canvas.getBoundingClientRect().left")
+            box["x"] = max(box["x"], left)
             toggles = int(page.evaluate(f"{PANE}.dataset.toggles ?? 0"))
             page.evaluate(f"(key) => {{ {PANE}.dataset.lastExpanded = key; }}", key)
             page.evaluate(_FRAMES_JS)
