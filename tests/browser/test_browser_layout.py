@@ -110,7 +110,7 @@ def test_page_fits_the_screen(browser: Any, server: str, runs: Any, model: str,
             # must not stand over the next line
             page.mouse.move(0, 0)
             page.wait_for_function("!document.querySelector('.cm-tooltip-hover')")
-            page.locator(".cm-editor[data-side='b'] .cm-line").nth(line).click(position={"x": 40, "y": 6})
+            _click_line_text(page, page.locator(".cm-editor[data-side='b'] .cm-line").nth(line))
             page.get_by_test_id("expr-node").wait_for()
             _no_sideways_scroll(page)
             for testid in ("diff-pane", "pass-list", "provenance"):
@@ -119,6 +119,16 @@ def test_page_fits_the_screen(browser: Any, server: str, runs: Any, model: str,
         assert not errors
     finally:
         context.close()
+
+
+def _click_line_text(page: Any, line: Any) -> None:
+    """Click a line's visible text, right of the editor's gutters: those stay put (sticky)
+    when the editor is scrolled sideways, and then cover the line's first columns."""
+    line.scroll_into_view_if_needed()
+    box = line.bounding_box()
+    gutters = page.locator(".cm-editor[data-side='b'] .cm-gutters").bounding_box()
+    left = max(box["x"], gutters["x"] + gutters["width"] if gutters else box["x"])
+    page.mouse.click(left + 24, box["y"] + min(6, box["height"] / 2))
 
 
 def test_side_columns_resize_and_collapse(browser: Any, server: str, runs: Any) -> None:
