@@ -306,7 +306,7 @@ def _run_here(args: argparse.Namespace, store: Store, models: Path, sink: Termin
     """Run the pipeline of `args` on MODEL in this process (pausing at `gate`'s
     breakpoints): (session id, run id)."""
     from explorer.runs.execution import tune_gc_for_compilation
-    from explorer.sessions import parse_input_shapes
+    from explorer.session_inputs import parse_input_shapes
 
     tune_gc_for_compilation()  # this process only compiles
     hub = EventHub(store)

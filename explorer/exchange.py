@@ -14,7 +14,8 @@ from typing import Any
 from explorer.export_schema import ARTIFACT_FIELDS, check_export, invalid
 from explorer.protocol import TERMINAL_EVENTS, bad_request
 from explorer.remarks import exported_artifacts, import_remarks
-from explorer.sessions import clean_name, new_id
+from explorer.session_inputs import clean_name
+from explorer.sessions import new_id
 from explorer.store import Store
 
 EXPORT_FORMAT = "ir-explorer-run"

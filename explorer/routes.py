@@ -30,7 +30,7 @@ def index(session_id: str | None = None, run_id: str | None = None) -> str:
 # --- sessions --------------------------------------------------------------------------
 @bp.post("/api/sessions")
 def create_session() -> tuple[Response, int]:
-    from explorer.sessions import parse_input_shapes
+    from explorer.session_inputs import parse_input_shapes
 
     if request.mimetype == RAW_UPLOAD_TYPE:  # the page's upload: the body is the file
         name, stream = raw_upload(request)
@@ -65,7 +65,7 @@ def _read_and_close(upload: Any) -> bytes:
 @bp.post("/api/sessions/<sid>/pin")
 def pin_session(sid: str) -> tuple[Response, int]:
     """A new session of the same model with its symbolic input dimensions fixed."""
-    from explorer.sessions import check_input_shapes
+    from explorer.session_inputs import check_input_shapes
 
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or "input_shapes" not in body:
@@ -97,7 +97,7 @@ def get_session(sid: str) -> Response:
 @bp.patch("/api/sessions/<sid>")
 def rename_session(sid: str) -> Response:
     """Rename a session: JSON {"name": "..."} -> {"session": Session}."""
-    from explorer.sessions import check_name
+    from explorer.session_inputs import check_name
 
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or "name" not in body:

@@ -11,17 +11,13 @@ below), so the client gets a 4xx naming the problem, never a traceback.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import secrets
 import tempfile
 import threading
 import time
-import unicodedata
 from collections import Counter, OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path, PurePath
 from typing import IO, Any
 
@@ -29,18 +25,19 @@ from explorer import compiler
 from explorer.compiler import Imported
 from explorer.protocol import (
     RUN_ACTIVE,
-    UPLOAD_EXTENSIONS,
     ApiError,
     Session,
     TensorInfo,
     bad_request,
 )
+from explorer.session_inputs import (
+    check_elements,
+    check_pinned,
+    clean_name,
+    format_for,
+)
 from explorer.store import Store
-from explorer.uploads import UPLOAD_PREFIX, HashedUpload
-
-MAX_INPUT_ELEMENTS = 2**31
-MAX_NAME_LENGTH = 255
-# Imported in the background when the app starts, so the first upload does not pay for them.
+from explorer.uploads import UPLOAD_PREFIX, HashedUpload, copy_hashing
 
 # Engine error class name -> (HTTP status, error code). The most specific class wins.
 IMPORT_ERRORS: dict[str, tuple[int, str]] = {
@@ -71,103 +68,6 @@ def session_snapshot_owner(sid: str) -> str:
 
 def new_id() -> str:
     return secrets.token_urlsafe(9)
-
-
-def clean_name(filename: str) -> str:
-    """The client's file name as shown: its last path part, without control or
-    bidirectional-override characters (Unicode categories Cc and Cf), at most
-    MAX_NAME_LENGTH characters (the extension kept)."""
-    name = PurePath(filename.replace("\\", "/")).name
-    name = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf")).strip()
-    if len(name) > MAX_NAME_LENGTH:
-        suffix = PurePath(name).suffix[:16]
-        name = name[:MAX_NAME_LENGTH - len(suffix)] + suffix
-    return name or "model"
-
-
-def check_name(name: Any) -> str:
-    """A name the user typed for a session: text without control or bidirectional
-    characters, not blank, at most MAX_NAME_LENGTH characters (refused, not cut)."""
-    if not isinstance(name, str):
-        raise bad_request("bad_name", "name must be a string")
-    cleaned = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf")).strip()
-    if not cleaned:
-        raise bad_request("bad_name", "name must not be empty")
-    if len(cleaned) > MAX_NAME_LENGTH:
-        raise bad_request("bad_name", f"name is {len(cleaned)} characters long "
-                          f"(at most {MAX_NAME_LENGTH})", {"limit": MAX_NAME_LENGTH})
-    return cleaned
-
-
-def format_for(filename: str) -> str:
-    suffix = PurePath(filename).suffix.lower()
-    for fmt, suffixes in UPLOAD_EXTENSIONS.items():
-        if suffix in suffixes:
-            return fmt
-    allowed = sorted(s for group in UPLOAD_EXTENSIONS.values() for s in group)
-    raise ApiError(415, "unsupported_extension",
-                   f"files ending in {suffix or '(nothing)'!r} are not accepted; "
-                   f"upload one of: {', '.join(allowed)}", {"allowed": allowed})
-
-
-def parse_input_shapes(raw: str | None) -> dict[str, list[int]] | None:
-    if not raw:
-        return None
-    try:
-        shapes = json.loads(raw)
-    except ValueError:
-        raise bad_request("bad_input_shapes", "input_shapes is not valid JSON") from None
-    return check_input_shapes(shapes)
-
-
-def check_input_shapes(shapes: Any) -> dict[str, list[int]]:
-    """`{"name": [dims]}` with positive integer dims within the element limit."""
-    if not isinstance(shapes, dict):
-        raise bad_request("bad_input_shapes", 'input_shapes must be {"name": [dims]}')
-    for name, dims in shapes.items():
-        if not isinstance(dims, list) or not all(
-                isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
-            raise bad_request("bad_input_shapes",
-                              f"input_shapes[{name!r}] must be a list of positive integers")
-        _check_elements(name, dims)
-    return shapes
-
-
-def check_pinned(session: Session, shapes: dict[str, list[int]]) -> None:
-    """Pinned shapes may only fix the dimensions the model leaves open: each names a
-    symbolic input, has its rank, and keeps its fixed dimensions."""
-    symbolic = symbolic_inputs(session)
-    if not shapes:
-        raise bad_request("bad_input_shapes", "input_shapes names no input to pin")
-    for name, dims in shapes.items():
-        if name not in symbolic:
-            which = ", ".join(sorted(symbolic)) or "none"
-            raise bad_request("bad_input_shapes", f"{name!r} is not an input with symbolic "
-                              f"dimensions (those are: {which})", {"input": name})
-        declared = symbolic[name]
-        if len(dims) != len(declared):
-            raise bad_request("bad_input_shapes", f"input {name!r} has rank {len(declared)} "
-                              f"({_shape_text(declared)}); {dims} has rank {len(dims)}",
-                              {"input": name})
-        for axis, (want, got) in enumerate(zip(declared, dims)):
-            if isinstance(want, int) and want != got:
-                raise bad_request("bad_input_shapes", f"input {name!r} has dimension {axis} "
-                                  f"fixed at {want} ({_shape_text(declared)}), not {got}",
-                                  {"input": name, "axis": axis})
-
-
-def _shape_text(dims: list[int | str]) -> str:
-    return "(" + ", ".join(str(d) for d in dims) + ")"
-
-
-def _check_elements(name: str, dims: list[int]) -> None:
-    total = 1
-    for d in dims:
-        total *= d
-    if total > MAX_INPUT_ELEMENTS:
-        raise ApiError(422, "tensor_too_large",
-                       f"input {name!r} declares {total} elements (limit {MAX_INPUT_ELEMENTS})",
-                       {"input": name, "shape": dims})
 
 
 def import_error(exc: Exception, filename: str, server_path: Path | None = None) -> ApiError:
@@ -205,36 +105,6 @@ def _scrub(message: str, server_path: Path | None, filename: str) -> str:
     return message[:4000]
 
 
-COPY_CHUNK = 1 << 22
-
-
-def _hash_and_write(digest: Any, out: IO[bytes], chunk: bytes) -> None:
-    digest.update(chunk)
-    out.write(chunk)
-
-
-def _copy_hashing(data: bytes | IO[bytes] | HashedUpload, out: IO[bytes]) -> tuple[str, int]:
-    """Write `data` to `out` in chunks: its SHA-256 and size. Each chunk is hashed and
-    written on a helper thread while the next one is read (hashlib, file writes and
-    socket reads release the GIL): a 418 MB upload costs its slower side, not the sum."""
-    digest = hashlib.sha256()
-    if isinstance(data, bytes | bytearray | memoryview):
-        digest.update(data)
-        out.write(data)
-        return digest.hexdigest(), len(data)
-    size = 0
-    with ThreadPoolExecutor(1, thread_name_prefix="upload-copy") as hasher:
-        hashed: Future[None] | None = None  # the chunk before: hashed and written
-        while chunk := data.read(COPY_CHUNK):
-            if hashed is not None:
-                hashed.result()  # in order, and at most two chunks held
-            hashed = hasher.submit(_hash_and_write, digest, out, chunk)
-            size += len(chunk)
-        if hashed is not None:
-            hashed.result()
-    return digest.hexdigest(), size
-
-
 def _tensor(name: str, ty: Any) -> TensorInfo:
     shape, dtype = compiler.tensor_info(ty)
     return TensorInfo(name=name, shape=shape, dtype=dtype)
@@ -248,12 +118,6 @@ def _named_dims(info: TensorInfo, entries: list[dict[str, Any]]) -> TensorInfo:
         return info
     shape = [s if d == "?" and isinstance(s, str) else d for d, s in zip(info["shape"], symbols)]
     return TensorInfo(name=info["name"], shape=shape, dtype=info["dtype"])
-
-
-def symbolic_inputs(session: Session) -> dict[str, list[int | str]]:
-    """The session's inputs that have a dimension unknown until run time, with their shapes."""
-    return {t["name"]: t["shape"] for t in session["inputs"]
-            if any(isinstance(d, str) for d in t["shape"])}
 
 
 def describe(sid: str, name: str, imported: Imported) -> Session:
@@ -366,7 +230,7 @@ class SessionService:
         fd, tmp = tempfile.mkstemp(dir=self.models_dir, prefix=UPLOAD_PREFIX)
         try:
             with os.fdopen(fd, "wb") as handle:
-                digest, size = _copy_hashing(data, handle)
+                digest, size = copy_hashing(data, handle)
             if not size:
                 raise bad_request("empty_file", f"{display}: the file is empty")
             path = self.models_dir / f"{digest}{suffix}"
@@ -478,7 +342,7 @@ class SessionService:
         for name, ty in compiler.model_inputs(imported.mod, {}):
             dims = compiler.static_shape(ty)
             if dims is not None:
-                _check_elements(name, dims)
+                check_elements(name, dims)
         return imported
 
     def imported(self, sid: str) -> Imported:

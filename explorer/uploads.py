@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -156,4 +157,34 @@ class WholeBody:
         return data
 
 
-__all__ = ["HashedUpload", "UPLOAD_PREFIX", "UploadRequest", "WholeBody", "raw_upload"]
+
+COPY_CHUNK = 1 << 22
+
+
+def _hash_and_write(digest: Any, out: IO[bytes], chunk: bytes) -> None:
+    digest.update(chunk)
+    out.write(chunk)
+
+
+def copy_hashing(data: bytes | IO[bytes] | HashedUpload, out: IO[bytes]) -> tuple[str, int]:
+    """Write `data` to `out` in chunks: its SHA-256 and size. Each chunk is hashed and
+    written on a helper thread while the next one is read (hashlib, file writes and
+    socket reads release the GIL): a 418 MB upload costs its slower side, not the sum."""
+    digest = hashlib.sha256()
+    if isinstance(data, bytes | bytearray | memoryview):
+        digest.update(data)
+        out.write(data)
+        return digest.hexdigest(), len(data)
+    size = 0
+    with ThreadPoolExecutor(1, thread_name_prefix="upload-copy") as hasher:
+        hashed: Future[None] | None = None  # the chunk before: hashed and written
+        while chunk := data.read(COPY_CHUNK):
+            if hashed is not None:
+                hashed.result()  # in order, and at most two chunks held
+            hashed = hasher.submit(_hash_and_write, digest, out, chunk)
+            size += len(chunk)
+        if hashed is not None:
+            hashed.result()
+    return digest.hexdigest(), size
+
+__all__ = ["HashedUpload", "UPLOAD_PREFIX", "UploadRequest", "WholeBody", "copy_hashing", "raw_upload"]

@@ -37,7 +37,8 @@ from explorer.runs.children import load_plugins, warm_up
 from explorer.runs.config import RunConfig
 from explorer.runs.execution import Execution, finish_run
 from explorer.runs.supervisor import RunSupervisor
-from explorer.sessions import SessionService, new_id, symbolic_inputs
+from explorer.session_inputs import symbolic_inputs
+from explorer.sessions import SessionService, new_id
 from explorer.store import Store
 
 StartTask = Callable[..., Any]
