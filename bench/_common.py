@@ -167,6 +167,11 @@ def _ram_gb() -> float:
     return float("nan")
 
 
+def load_average() -> float:
+    """The 1-minute load average (NaN where the system has none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
 def machine_description() -> str:
     try:
         import numpy
@@ -174,7 +179,7 @@ def machine_description() -> str:
         np_version = numpy.__version__
     except ImportError:
         np_version = "absent"
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    load = load_average()
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     return (f"{stamp}; {_cpu_model()}, {os.cpu_count()} cores, {_ram_gb():.1f} GiB RAM, "
             f"Python {platform.python_version()}, numpy {np_version}, load avg {load:.2f}")

@@ -59,10 +59,8 @@ def bench_model(name: str, repeat: int) -> list[Row]:
 
 def main(argv: list[str] | None = None) -> None:
     rows, args = per_model_main(argv, __doc__.splitlines()[0], ["resnet50"], bench_model)
-    load = Path("/proc/loadavg").read_text().split()[:3]
     report("breakpoints", "Breakpoints: a run that does not stop (explorer run --no-build)",
-           COLUMNS, rows, notes=[f"load average at the end: {' '.join(load)}",
-                                 "wall time of the whole command (import included)"],
+           COLUMNS, rows, notes=["wall time of the whole command (import included)"],
            write=not args.no_write)
 
 

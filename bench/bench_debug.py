@@ -26,14 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _common import model_path, report  # noqa: E402
+from _common import load_average, model_path, report  # noqa: E402
 
 from explorer import create_app, services, socketio_of  # noqa: E402
 from explorer.protocol import NAMESPACE, RUN_EVENT, TERMINAL_EVENTS  # noqa: E402
-
-
-def _load() -> str:
-    return Path("/proc/loadavg").read_text().split()[0]
 
 
 def _run(app: Any, path: Path) -> tuple[str, list[dict[str, Any]]]:
@@ -64,7 +60,7 @@ def bench_reproducer(name: str, pass_name: str) -> dict[str, Any]:
         run_id, events = _run(app, path)
         chosen = next(e["data"] for e in events if e["type"] == "pass_finished"
                       and e["data"]["name"] == pass_name)
-        load = _load()
+        load = f"{load_average():.2f}"
         t0 = time.perf_counter()
         resp = app.test_client().get(
             f"/api/runs/{run_id}/passes/{chosen['pass_index']}/reproducer")
@@ -90,7 +86,7 @@ def bench_report(name: str) -> dict[str, Any]:
     path = model_path(name)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run.html"
-        load = _load()
+        load = f"{load_average():.2f}"
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "explorer.cli", "report", str(path), "-o",
                         str(out)], check=True, capture_output=True,

@@ -129,10 +129,8 @@ def main(argv: list[str] | None = None) -> None:
     path = ensure_model(args.model or (SMALL if args.small else DEFAULT), args.small)
     row = {"model": path.name, "weights_gb": weights_gb(path), **served(path),
            **terminal(path)}
-    load = Path("/proc/loadavg").read_text().split()[0]
     report("llm", "LLM scale: a Llama-style decoder from a local path", COLUMNS, [row],
-           notes=[f"load average {load} at the end",
-                  "budgets (issue 21): first snapshot <= 10 s, O3 run <= 60 s, "
+           notes=["budgets (issue 21): first snapshot <= 10 s, O3 run <= 60 s, "
                   "peak RSS <= 2 GB"],
            write=not args.no_write)
 

@@ -120,10 +120,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rows = [bench(name, how, args.repeat) for name in args.models.split(",")
             for how in args.uploads.split(",")]
-    load = Path("/proc/loadavg").read_text().split()[0]
     report("upload", "Upload to first snapshot over a real socket", COLUMNS, rows,
-           notes=[f"load average {load} at the end",
-                  "budgets (issue 21, the page's raw upload): ResNet-50 <= 0.8 s, "
+           notes=["budgets (issue 21, the page's raw upload): ResNet-50 <= 0.8 s, "
                   "BERT-12 <= 2.5 s"],
            write=not args.no_write)
 
