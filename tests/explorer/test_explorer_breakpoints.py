@@ -51,6 +51,15 @@ def _start(sock: Any, session_id: str, breakpoints: Any, passes: list[str] = PAS
                      namespace=NAMESPACE, callback=True)
 
 
+def _started(app: Any, breakpoints: Any, passes: list[str] = PASSES) -> tuple[Any, Any, str]:
+    """A test client, a watcher subscribed to a new run of the test model, the run's id."""
+    client, sock = app.test_client(), _watch(app)
+    session = upload(client)
+    run_id = _start(sock, session["id"], breakpoints, passes)["run_id"]
+    subscribe(sock, run_id)
+    return client, sock, run_id
+
+
 def _paused(count: int = 1) -> Any:
     return lambda evs: sum(e["type"] == "run_paused" for e in evs) >= count or terminal(evs)
 
@@ -64,11 +73,7 @@ def _resume(client: Any, run_id: str, action: str) -> Any:
 
 
 def test_a_breakpoint_before_a_pass_pauses_there_and_continue_finishes(app):
-    client, first = app.test_client(), _watch(app)
-    session = upload(client)
-    run_id = _start(first, session["id"], [{"kind": "before", "target": "ExplorerTestRebuild"}]
-                    )["run_id"]
-    subscribe(first, run_id)
+    client, first, run_id = _started(app, [{"kind": "before", "target": "ExplorerTestRebuild"}])
     seen = collect_until(first, _paused())
     paused = seen[-1]
     assert paused["type"] == "run_paused", [e["type"] for e in seen]
@@ -142,11 +147,7 @@ def test_two_watchers_and_a_reconnecting_one_get_the_whole_stream_once(app):
 
 
 def test_step_pauses_after_the_next_leaf_pass_then_stop_cancels(app):
-    client, sock = app.test_client(), _watch(app)
-    session = upload(client)
-    run_id = _start(sock, session["id"], [{"kind": "after", "target": "ExplorerTestNoop"}]
-                    )["run_id"]
-    subscribe(sock, run_id)
+    client, sock, run_id = _started(app, [{"kind": "after", "target": "ExplorerTestNoop"}])
     events = collect_until(sock, _paused())
     first = events[-1]["data"]
     assert (first["when"], first["pass_index"]) == ("after", 1)
@@ -167,12 +168,8 @@ def test_step_pauses_after_the_next_leaf_pass_then_stop_cancels(app):
 
 
 def test_a_layer_breakpoint_pauses_after_the_pass_that_touches_it(app):
-    client, sock = app.test_client(), _watch(app)
-    session = upload(client)
-    run_id = _start(sock, session["id"], [{"kind": "touches", "target": "relu1"},
-                                          {"kind": "touches", "target": "no-such-layer"}]
-                    )["run_id"]
-    subscribe(sock, run_id)
+    client, sock, run_id = _started(app, [{"kind": "touches", "target": "relu1"},
+                                          {"kind": "touches", "target": "no-such-layer"}])
     events = collect_until(sock, _paused())
     data = events[-1]["data"]
     # The no-op leaves relu1's expression alone; the rebuild gives it a new node id.
@@ -193,11 +190,8 @@ def test_breakpoints_set_while_running_reach_the_worker(app, data_dir):
     GATE.clear()
     REACHED.clear()
     try:
-        client, sock = app.test_client(), _watch(app)
-        session = upload(client)
-        run_id = _start(sock, session["id"], [],
-                        ["ExplorerTestGate", "ExplorerTestNoop", "ExplorerTestRebuild"])["run_id"]
-        subscribe(sock, run_id)
+        client, sock, run_id = _started(
+            app, [], ["ExplorerTestGate", "ExplorerTestNoop", "ExplorerTestRebuild"])
         assert REACHED.wait(timeout=20)
         resp = client.put(f"/api/runs/{run_id}/breakpoints",
                           json={"breakpoints": [{"kind": "before", "target": "ExplorerTestRebuild"}]})
@@ -213,11 +207,7 @@ def test_breakpoints_set_while_running_reach_the_worker(app, data_dir):
 def test_a_paused_run_is_not_stopped_as_stalled(data_dir):
     app = _app(data_dir, RUN_STALL_TIMEOUT=1.5)  # (the worker's start must stay under it)
     try:
-        client, sock = app.test_client(), _watch(app)
-        session = upload(client)
-        run_id = _start(sock, session["id"], [{"kind": "before", "target": "ExplorerTestNoop"}]
-                        )["run_id"]
-        subscribe(sock, run_id)
+        client, sock, run_id = _started(app, [{"kind": "before", "target": "ExplorerTestNoop"}])
         collect_until(sock, _paused())
         time.sleep(4.0)  # over two stall limits: a stall would have been cancelled by now
         assert client.get(f"/api/runs/{run_id}").get_json()["run"]["status"] == "running"
