@@ -26,6 +26,14 @@ def _wait_paused(page: Any, where: str) -> None:
         arg=where)
 
 
+def _fresh_session(page: Any, server: str, model: Any) -> None:
+    """Upload `model` and open its page with no remembered layout or choices."""
+    session = upload(server, model)
+    page.goto(f"/s/{session['id']}")
+    page.evaluate("localStorage.clear()")
+    page.reload()
+
+
 def test_a_breakpoint_before_fuse_ops_pauses_shows_the_module_and_continue_finishes(
         page: Any, browser: Any, server: str, onnx_model: Any, artifacts: Path) -> None:
     session = upload(server, onnx_model("mlp"))
@@ -68,10 +76,7 @@ def test_a_breakpoint_before_fuse_ops_pauses_shows_the_module_and_continue_finis
 
 def test_the_timeline_dot_sets_a_breakpoint_then_step_and_stop(page: Any, server: str,
                                                               onnx_model: Any) -> None:
-    session = upload(server, onnx_model("mlp"))
-    page.goto(f"/s/{session['id']}")
-    page.evaluate("localStorage.clear()")
-    page.reload()
+    _fresh_session(page, server, onnx_model("mlp"))
     run_on_page(page, server, quick=True)
     row = page.locator(".pass-row", has=page.locator(".pass-name", has_text="FoldConstant")).first
     row.hover()
@@ -105,10 +110,7 @@ def test_the_timeline_dot_sets_a_breakpoint_then_step_and_stop(page: Any, server
 def test_two_resnet50_runs_compare_pass_by_pass(page: Any, server: str, onnx_model: Any,
                                                 artifacts: Path) -> None:
     page.set_default_timeout(120_000)
-    session = upload(server, onnx_model("resnet50"))
-    page.goto(f"/s/{session['id']}")
-    page.evaluate("localStorage.clear()")
-    page.reload()
+    _fresh_session(page, server, onnx_model("resnet50"))
     full, _ = run_on_page(page, server, quick=True)
     page.locator("details.options-more summary").click()
     page.locator("input[data-pass='FoldScaleAxis']").uncheck()
@@ -153,10 +155,7 @@ def _compare(server: str, a: str, b: str) -> Any:
 
 def test_a_layer_breakpoint_pauses_after_the_pass_that_touches_it(page: Any, server: str,
                                                                  onnx_model: Any) -> None:
-    session = upload(server, onnx_model("mlp"))
-    page.goto(f"/s/{session['id']}")
-    page.evaluate("localStorage.clear()")
-    page.reload()
+    _fresh_session(page, server, onnx_model("mlp"))
     page.get_by_test_id("build").uncheck()
     page.get_by_test_id("check-numerics").uncheck()
     page.get_by_test_id("bp-kind").select_option("touches")
