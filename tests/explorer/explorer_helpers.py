@@ -7,13 +7,18 @@ each worker imports it (registering the passes), and the gate is a ProcessFlag."
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numerics_plugin  # noqa: F401  (registers the numerics tests' user pass)
+import pytest
 
 from engine.ir.expr import Call, Constant, Expr
 from engine.relay.expr_functor import ExprMutator
@@ -205,3 +210,15 @@ class _ShiftZeroPoint(ExprMutator):
 
 
 _register_mutator("ExplorerTestShiftZeroPoint", _ShiftZeroPoint)
+
+
+NEEDS_NODE = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+RUN_MODEL_JS = Path(__file__).resolve().parents[2] / "static" / "src" / "run-model.js"
+
+
+def run_model_script(script: str, *args: str) -> Any:
+    """Run an ES-module `script` in node, static/src/run-model.js's URL its first argument
+    and `args` the next ones; what it printed, read as JSON."""
+    done = subprocess.run(["node", "--input-type=module", "-e", script, RUN_MODEL_JS.as_uri(),
+                           *args], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(done.stdout)

@@ -5,8 +5,6 @@ steps made when first opened."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +12,16 @@ from typing import Any
 
 import build_gate
 import pytest
-from explorer_helpers import PLUGIN, collect_until, start, subscribe, terminal, upload
+from explorer_helpers import (
+    NEEDS_NODE,
+    PLUGIN,
+    collect_until,
+    run_model_script,
+    start,
+    subscribe,
+    terminal,
+    upload,
+)
 
 from explorer import socketio_of
 from explorer.protocol import BUILD_PROGRESS, BUILD_STARTED, NAMESPACE
@@ -162,7 +169,7 @@ import(process.argv[1]).then(({ RunModel }) => {
 """
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@NEEDS_NODE
 def test_the_run_model_shows_the_build_progress_until_the_run_ends() -> None:
     from explorer import protocol as p
 
@@ -171,11 +178,7 @@ def test_the_run_model_shows_the_build_progress_until_the_run_ends() -> None:
             (p.BUILD_PROGRESS, p.build_progress(done=2, total=5, kernels=1, kernel="k")),
             (p.RUN_CANCELLED, p.run_cancelled(message=None))]
     events = [{"index": i, "type": t, "data": d} for i, (t, d) in enumerate(data)]
-    module = (ROOT / "static" / "src" / "run-model.js").as_uri()
-    done = subprocess.run(["node", "--input-type=module", "-e", PROGRESS_SCRIPT, module,
-                           json.dumps(events)], capture_output=True, text=True, timeout=60,
-                          check=True)
-    got = json.loads(done.stdout)
+    got = run_model_script(PROGRESS_SCRIPT, json.dumps(events))
     assert got["labels"] == [None, "0/5 calls lowered · 0 kernels",
                              "2/5 calls lowered · 1 kernel", None]
     assert got["build"] == {"cancelled": True} and got["status"] == "cancelled"

@@ -4,11 +4,9 @@ not queued once the run ends (checked with node on the ES module itself)."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
+from explorer_helpers import NEEDS_NODE, run_model_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
@@ -28,12 +26,9 @@ import(process.argv[1]).then(({ RunModel }) => {
 """
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@NEEDS_NODE
 def test_run_model_is_queued_until_run_started():
-    module = (ROOT / "static" / "src" / "run-model.js").as_uri()
-    done = subprocess.run(["node", "--input-type=module", "-e", SCRIPT, module],
-                          capture_output=True, text=True, timeout=60, check=True)
-    assert json.loads(done.stdout) == [
+    assert run_model_script(SCRIPT) == [
         [True, "queued · 2nd in line", False],
         [False, None, 4],
         [False, None, "cancelled"],
@@ -84,13 +79,9 @@ def _leaf_run_events() -> list[dict[str, object]]:
     return [{"index": i, "type": t, "data": d} for i, (t, d) in enumerate(data)]
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@NEEDS_NODE
 def test_run_model_counts_the_passes_the_server_marks_leaf():
-    module = (ROOT / "static" / "src" / "run-model.js").as_uri()
-    events = json.dumps(_leaf_run_events())
-    done = subprocess.run(["node", "--input-type=module", "-e", LEAF_SCRIPT, module, events],
-                          capture_output=True, text=True, timeout=60, check=True)
-    got = json.loads(done.stdout)
+    got = run_model_script(LEAF_SCRIPT, json.dumps(_leaf_run_events()))
     assert got["steps"] == [[0, None], [0, "Seq"], [0, "A"], [1, "Seq"], [1, "B"], [2, "Seq"],
                             [2, None], [2, None], [2, None]]
     assert got["leaves"] == ["A", "B"]
@@ -117,10 +108,7 @@ import(process.argv[1]).then(({ RunModel }) => {
 """
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@NEEDS_NODE
 def test_run_model_is_paused_from_run_paused_until_run_resumed_or_the_end():
-    module = (ROOT / "static" / "src" / "run-model.js").as_uri()
-    done = subprocess.run(["node", "--input-type=module", "-e", PAUSE_SCRIPT, module],
-                          capture_output=True, text=True, timeout=60, check=True)
-    assert json.loads(done.stdout) == [["FuseOps", 1, False], [None, False],
+    assert run_model_script(PAUSE_SCRIPT) == [["FuseOps", 1, False], [None, False],
                                        [None, "cancelled"]]
