@@ -5,6 +5,7 @@ long chain is split into runs of consecutive nodes so that no group shows too ma
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -232,3 +233,40 @@ def test_side_by_side_lays_out_the_union_once() -> None:
     assert out["maps"][0] == {"g0": "Glayer#0", "n1": "n1", "n2": "n2", "n3": "n3"}
     assert out["maps"][1] == {"g5": "Glayer#0", "n1": "n1", "n2": "1:n2", "n4": "n4"}
     assert out["edges"] == ["n2>n3", "1:n2>n4", "Glayer#0>1:n2"]
+
+
+def test_a_torch_onnx_export_after_fuse_ops() -> None:
+    """A file torch.onnx wrote (ResNet-18, random weights): after FuseOps every operand edge
+    names a node of the graph, torchvision's module paths (`layer1`, `layer1.0`) are layer
+    groups, each fused conv is a function group inside its layer, no group is overfull."""
+    pytest.importorskip("torch")
+    if importlib.util.find_spec("torchvision") is None:  # (its import needs torch_models' help)
+        pytest.skip("torchvision is not installed")
+    import onnx
+
+    from engine.relay.testing.torch_models import Export, cached_export
+
+    exports = Path(__file__).resolve().parents[2] / "bench" / "models" / "torch_export"
+    path = cached_export(exports, "resnet18", Export("torchscript", 17))
+    mod, params = relay.frontend.from_onnx(onnx.load(str(path)))
+    mod["main"] = relay.build_module.bind_params_by_name(mod["main"], params)
+    mod = transform.Sequential([
+        relay.transform.InferType(), relay.transform.SimplifyInference(),
+        relay.transform.FoldConstant(), relay.transform.FuseOps(2),
+        relay.transform.InferType()])(mod)
+    nodes, groups, _ = _graph(mod)
+    ids = {n["id"] for n in nodes}
+    assert all(i in ids for n in nodes for i in n["inputs"])
+    labels = {g["label"] for g in groups if g["kind"] == "layer"}
+    assert {"layer1", "layer4"} <= labels, sorted(labels)[:20]
+    convs = [n for n in nodes if n["op"] == "nn.conv2d"]
+    assert len(convs) == 20
+    for conv in convs:
+        group = groups[conv["group"]]
+        assert group["kind"] == "function" and group["label"].startswith("fn conv2d"), group
+    children: dict[int, int] = {}
+    for n in nodes:
+        children[n["group"]] = children.get(n["group"], 0) + 1
+    for g in groups:
+        children[g["parent"]] = children.get(g["parent"], 0) + 1
+    assert max(children.values()) <= MAX_CHILDREN, children
