@@ -15,9 +15,6 @@ adding that node's output to the graph's outputs (explorer/runs/reference.py).
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing.connection
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -34,7 +31,8 @@ from explorer.protocol import (
     TensorReport,
     TensorStats,
 )
-from explorer.runs.children import die_with_parent, exit_description, load_plugins, mp_context
+from explorer.runs.child_call import answer, call_in_child
+from explorer.runs.children import load_plugins
 from explorer.runs.numerics import StopAfter, run_until
 from explorer.runs.reference import reference_tensor
 from explorer.sessions import SessionService
@@ -93,48 +91,23 @@ def _producing_pass(store: Store, run_id: str, snapshot: int) -> int | None:
 
 
 def _in_child(job: TensorJob, timeout: float) -> TensorReport:
-    ctx = mp_context()
-    conn, child = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_child_main, args=(job, child), daemon=True,
-                          name=f"explorer-tensor-{job.run_id}")
-    process.start()
-    child.close()
-    try:
-        if not multiprocessing.connection.wait([conn, process.sentinel], timeout):
-            raise ApiError(504, "tensor_timeout",
-                           f"computing the tensor took longer than {timeout:.0f} s")
-        with contextlib.suppress(EOFError, OSError):
-            if conn.poll():
-                kind, payload = conn.recv()
-                if kind == "ok":
-                    return cast(TensorReport, payload)
-                raise ApiError(*payload)
-        process.join(5)
-        raise ApiError(500, "tensor_crashed", "the process computing the tensor stopped "
-                       f"({exit_description(process.exitcode)})")
-    finally:
-        conn.close()
-        if process.is_alive():
-            process.kill()
-        process.join(5)
+    def on_timeout() -> ApiError:
+        return ApiError(504, "tensor_timeout",
+                        f"computing the tensor took longer than {timeout:.0f} s")
+
+    def on_crash(how: str) -> ApiError:
+        return ApiError(500, "tensor_crashed",
+                        f"the process computing the tensor stopped ({how})")
+
+    return cast(TensorReport, call_in_child(_child_main, job, timeout,
+                                            f"explorer-tensor-{job.run_id}", on_timeout,
+                                            on_crash))
 
 
 # --- the child ------------------------------------------------------------------------------
 def _child_main(job: TensorJob, conn: Any) -> None:
-    die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    store = Store(job.db_path)
-    try:
-        hooks = load_plugins(job.plugins)
-        reply: tuple[str, Any] = ("ok", compute(job, store, hooks))
-    except ApiError as err:
-        reply = ("error", (err.status, err.code, err.message, err.detail))
-    except Exception as exc:  # named, never a traceback
-        reply = ("error", (422, "tensor_failed", f"{type(exc).__name__}: {exc}", None))
-    finally:
-        store.close()
-    conn.send(reply)
-    conn.close()
+    answer(conn, job.db_path, lambda store: compute(job, store, load_plugins(job.plugins)),
+           lambda exc: (422, "tensor_failed", f"{type(exc).__name__}: {exc}", None))
 
 
 def compute(job: TensorJob, store: Store, hooks: list[Any]) -> TensorReport:
