@@ -1,9 +1,9 @@
 """One request answered by a short-lived child of the fork server (explorer/runs/children.py).
 
-`call_in_child(target, job, timeout, ...)` starts `target(job, conn)` in a child
+`call_in_child(target, job, timeout, name, code, doing)` starts `target(job, conn)` in a child
 (`children.call_child`) and waits for its one answer: `("ok", value)` or `("error", (status, code, message, detail))`, which
 comes back as an ApiError. A child that runs out of time or dies without answering is an
-ApiError too, built by the caller's `on_timeout` / `on_crash` (they name what was asked).
+ApiError too, its code and message naming what was asked (`code`, `doing`).
 In the child, `answer(conn, db_path, work, describe)` opens the store, runs
 `work(store)` and sends its result, or the error it raised (`describe` names the
 exceptions that are not ApiErrors).
@@ -23,14 +23,15 @@ ErrorTuple = tuple[int, str, str, Any]
 
 
 def call_in_child(target: Callable[[Any, Any], None], job: Any, timeout: float, name: str,
-                  on_timeout: Callable[[], ApiError],
-                  on_crash: Callable[[str], ApiError]) -> Any:
-    """The value `target(job, conn)` answered in a child process (see module docstring)."""
+                  code: str, doing: str) -> Any:
+    """The value `target(job, conn)` answered in a child process (see module docstring).
+    A child out of time is a 504 `{code}_timeout`, one that ended without answering a 500
+    `{code}_crashed`; `doing` ("computing the tensor") names the work in their messages."""
     end = call_child(target, job, name, timeout)
     if end.timed_out:
-        raise on_timeout()
+        raise ApiError(504, f"{code}_timeout", f"{doing} took longer than {timeout:.0f} s")
     if not end.replied:
-        raise on_crash(end.exit)
+        raise ApiError(500, f"{code}_crashed", f"the process {doing} stopped ({end.exit})")
     kind, payload = end.reply
     if kind != "ok":
         raise ApiError(*payload)

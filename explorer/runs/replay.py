@@ -176,16 +176,8 @@ def zip_folder(folder: Path, top: str) -> bytes:
 # --- in a child -------------------------------------------------------------------------------
 def reproducer_zip(job: ReproJob, timeout: float = REPRO_TIMEOUT) -> bytes:
     """`make_reproducer` in a child process: its zip, or the ApiError it raised."""
-    def on_timeout() -> ApiError:
-        return ApiError(504, "repro_timeout",
-                        f"the reproducer took longer than {timeout:.0f} s")
-
-    def on_crash(how: str) -> ApiError:
-        return ApiError(500, "repro_crashed",
-                        f"the process making the reproducer stopped ({how})")
-
     return bytes(call_in_child(_child_main, job, timeout, f"explorer-repro-{job.run_id}",
-                               on_timeout, on_crash))
+                               "repro", "making the reproducer"))
 
 
 def _child_main(job: ReproJob, conn: Any) -> None:

@@ -91,17 +91,9 @@ def _producing_pass(store: Store, run_id: str, snapshot: int) -> int | None:
 
 
 def _in_child(job: TensorJob, timeout: float) -> TensorReport:
-    def on_timeout() -> ApiError:
-        return ApiError(504, "tensor_timeout",
-                        f"computing the tensor took longer than {timeout:.0f} s")
-
-    def on_crash(how: str) -> ApiError:
-        return ApiError(500, "tensor_crashed",
-                        f"the process computing the tensor stopped ({how})")
-
     return cast(TensorReport, call_in_child(_child_main, job, timeout,
-                                            f"explorer-tensor-{job.run_id}", on_timeout,
-                                            on_crash))
+                                            f"explorer-tensor-{job.run_id}", "tensor",
+                                            "computing the tensor"))
 
 
 # --- the child ------------------------------------------------------------------------------
