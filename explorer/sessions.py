@@ -37,7 +37,8 @@ from explorer.session_inputs import (
     format_for,
 )
 from explorer.store import Store
-from explorer.uploads import UPLOAD_PREFIX, HashedUpload, copy_hashing
+from explorer.upload_copy import copy_hashing
+from explorer.uploads import UPLOAD_PREFIX, Body, HashedUpload
 
 # Engine error class name -> (HTTP status, error code). The most specific class wins.
 IMPORT_ERRORS: dict[str, tuple[int, str]] = {
@@ -150,7 +151,7 @@ class SessionService:
         self._lock = threading.RLock()
         self._pending: Counter[str] = Counter()  # model files of uploads being inspected
 
-    def create(self, filename: str, data: bytes | IO[bytes] | HashedUpload,
+    def create(self, filename: str, data: bytes | IO[bytes] | Body | HashedUpload,
                shapes: dict[str, list[int]] | None = None) -> Session:
         """A session for uploaded bytes or an uploaded stream (copied to the store in
         chunks, never whole in memory); `filename` is the client's name, used for display
@@ -220,7 +221,7 @@ class SessionService:
         """What the store records: a stored upload's name, or a local file's full path."""
         return str(path) if self.is_local(path) else path.name
 
-    def _keep_file(self, data: bytes | IO[bytes] | HashedUpload, suffix: str,
+    def _keep_file(self, data: bytes | IO[bytes] | Body | HashedUpload, suffix: str,
                    display: str) -> Path:
         """The stored copy of `data` (written once per content, in chunks while hashing;
         an upload already written into the store is renamed), marked in use; an empty
@@ -229,8 +230,10 @@ class SessionService:
             return self._keep_upload(data, suffix, display)
         fd, tmp = tempfile.mkstemp(dir=self.models_dir, prefix=UPLOAD_PREFIX)
         try:
-            with os.fdopen(fd, "wb") as handle:
-                digest, size = copy_hashing(data, handle)
+            try:
+                digest, size = copy_hashing(data, fd, getattr(data, "length", None))
+            finally:
+                os.close(fd)
             if not size:
                 raise bad_request("empty_file", f"{display}: the file is empty")
             path = self.models_dir / f"{digest}{suffix}"

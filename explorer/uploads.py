@@ -17,17 +17,18 @@ costs the copy alone.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import tempfile
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, Protocol, cast
 
 from flask import Request, current_app
 from werkzeug.exceptions import ClientDisconnected
 from werkzeug.formparser import FormDataParser, MultiPartParser
 
 from explorer.protocol import ApiError, bad_request
+from explorer.socket_body import SocketBody
 
 UPLOAD_PREFIX = ".upload-"
 
@@ -50,6 +51,9 @@ class HashedUpload:
 
     def read(self, size: int = -1) -> bytes:
         return self.file.read(size)
+
+    def readinto(self, view: memoryview) -> int:
+        return cast(io.BufferedRandom, self.file).readinto(view)
 
     def seek(self, offset: int, whence: int = 0) -> int:
         return self.file.seek(offset, whence)
@@ -125,66 +129,54 @@ class UploadRequest(Request):
         return HashedUpload(explorer.sessions.models_dir)
 
 
-def raw_upload(req: Request) -> tuple[str, IO[bytes]]:
-    """The client's file name (`?name=`) and the body stream of a raw upload, checked
-    before a byte of the body is read: a name, a length (413 beyond MAX_CONTENT_LENGTH,
-    raised by werkzeug as the stream is opened). The stream ends at Content-Length; a
-    body cut short raises ClientDisconnected while it is copied (WholeBody)."""
+def raw_upload(req: Request) -> tuple[str, Body]:
+    """The client's file name (`?name=`) and the body of a raw upload, checked before a
+    byte of it is read: a name, a length (413 beyond MAX_CONTENT_LENGTH, raised by
+    werkzeug as the stream is opened). The body ends at Content-Length; one cut short
+    raises ClientDisconnected while it is copied. Under gunicorn it is read straight
+    off the socket (explorer.socket_body)."""
     name = req.args.get("name", "")
     if not name.strip():
         raise bad_request("missing_name", "a raw upload names its file: "
                           "POST /api/sessions?name=FILE with the file as the body")
     if req.content_length is None and "wsgi.input_terminated" not in req.environ:
         raise ApiError(411, "length_required", "a raw upload needs a Content-Length header")
+    stream = req.stream  # raises 413 when the length is over the limit
     if req.content_length is None:
-        return name, req.stream
-    return name, cast(IO[bytes], WholeBody(req.stream, req.content_length))  # read() alone
+        return name, WholeBody(stream, None)
+    direct = SocketBody.of(req.environ, req.content_length)
+    return name, direct or WholeBody(stream, req.content_length)
+
+
+class Body(Protocol):
+    """What `copy_hashing` reads: bytes into a buffer, and the length announced."""
+
+    @property
+    def length(self) -> int | None: ...
+
+    def readinto(self, view: memoryview) -> int: ...
 
 
 class WholeBody:
     """A request body that must bring all of its Content-Length: one that ends sooner
     (the client went away) raises ClientDisconnected, whichever server ran the request
-    (werkzeug's stream does so itself; gunicorn's just ends, as the limit is its own)."""
+    (werkzeug's stream does so itself; gunicorn's just ends, as the limit is its own).
+    With no length (`wsgi.input_terminated`), the stream's end is the body's."""
 
-    def __init__(self, stream: IO[bytes], length: int) -> None:
+    def __init__(self, stream: IO[bytes], length: int | None) -> None:
         self.stream, self.length, self.seen = stream, length, 0
 
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(size)
         self.seen += len(data)
-        if not data and size and self.seen < self.length:
+        if not data and size and self.length is not None and self.seen < self.length:
             raise ClientDisconnected()
         return data
 
+    def readinto(self, view: memoryview) -> int:
+        data = self.read(len(view))
+        view[:len(data)] = data
+        return len(data)
 
 
-COPY_CHUNK = 1 << 22
-
-
-def _hash_and_write(digest: Any, out: IO[bytes], chunk: bytes) -> None:
-    digest.update(chunk)
-    out.write(chunk)
-
-
-def copy_hashing(data: bytes | IO[bytes] | HashedUpload, out: IO[bytes]) -> tuple[str, int]:
-    """Write `data` to `out` in chunks: its SHA-256 and size. Each chunk is hashed and
-    written on a helper thread while the next one is read (hashlib, file writes and
-    socket reads release the GIL): a 418 MB upload costs its slower side, not the sum."""
-    digest = hashlib.sha256()
-    if isinstance(data, bytes | bytearray | memoryview):
-        digest.update(data)
-        out.write(data)
-        return digest.hexdigest(), len(data)
-    size = 0
-    with ThreadPoolExecutor(1, thread_name_prefix="upload-copy") as hasher:
-        hashed: Future[None] | None = None  # the chunk before: hashed and written
-        while chunk := data.read(COPY_CHUNK):
-            if hashed is not None:
-                hashed.result()  # in order, and at most two chunks held
-            hashed = hasher.submit(_hash_and_write, digest, out, chunk)
-            size += len(chunk)
-        if hashed is not None:
-            hashed.result()
-    return digest.hexdigest(), size
-
-__all__ = ["HashedUpload", "UPLOAD_PREFIX", "UploadRequest", "WholeBody", "copy_hashing", "raw_upload"]
+__all__ = ["Body", "HashedUpload", "UPLOAD_PREFIX", "UploadRequest", "WholeBody", "raw_upload"]

@@ -135,6 +135,7 @@ def strip_weights(path: Path, min_bytes: int = MAP_MIN_BYTES
         if size == 0:
             return b"", refs
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            _read_sparsely(buf)
             out = bytearray()
             for number, wire, field_start, value, stop in _fields(buf, 0, size):
                 if number == _MODEL_GRAPH and wire == _LEN:
@@ -143,6 +144,15 @@ def strip_weights(path: Path, min_bytes: int = MAP_MIN_BYTES
                 else:
                     out += buf[field_start:stop]
     return bytes(out), refs
+
+
+def _read_sparsely(buf: mmap.mmap) -> None:
+    """Tell the kernel the scan reads a few bytes here and there: a file not in the page
+    cache (an upload written past it, explorer/upload_copy.py) is then read a page per
+    initializer header, not a read-ahead window of MBs of weights each (0.05 s for
+    BERT-12's 418 MB rather than 0.4-0.5 s)."""
+    if hasattr(mmap, "MADV_RANDOM"):
+        buf.madvise(mmap.MADV_RANDOM)
 
 
 def mappable_dtype(tensor: TensorProto) -> np.dtype | None:
