@@ -7,7 +7,14 @@ over Socket.IO (python-socketio's client, websocket transport) as the page's aut
 until `run_started` brings the first snapshot; the same for each model, `--repeat` times
 (median), the server restarted each time (no warm caches but the OS's).
 
+`--uploads browser` drives the page itself in Chromium (Playwright): the file chosen in
+its file input (so the browser's own network stack sends it), post_s until the page has
+the new session's address (the POST answered: the file stored and imported, its
+snapshot stored), first_snapshot_s until the session page, loaded and connected, shows
+the autorun's first pass (after `run_started`); start_to_first_s is the difference.
+
     .venv/bin/python bench/bench_upload.py [--models resnet50,bert12] [--repeat 3] [--no-write]
+        [--uploads raw,multipart,browser]
 
 Budgets (issue 21, the page's raw upload): ResNet-50 (98 MB) <= 0.8 s, BERT-12 (418 MB)
 <= 2.5 s. Also printed:
@@ -18,11 +25,13 @@ stored snapshot) and start_run -> run_started.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -37,6 +46,10 @@ from _served import ServedExplorer  # noqa: E402
 COLUMNS = ["model", "upload", "file_mb", "first_snapshot_s", "runs", "post_s",
            "start_to_first_s", "peak_rss_tree_mb"]
 UPLOADS = ("raw", "multipart")
+BROWSER = "browser"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def warm_up(server: ServedExplorer, how: str) -> None:
@@ -84,6 +97,21 @@ def post(base: str, path: Path, how: str) -> Any:
                              timeout=600)
 
 
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright, for the page's own upload."""
+    if not CHROMIUM.exists():
+        raise SystemExit(f"{CHROMIUM} is missing (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
 def once(path: Path, how: str) -> tuple[float, float, float, float]:
     with ServedExplorer() as server:
         client = server.socket()
@@ -98,9 +126,29 @@ def once(path: Path, how: str) -> tuple[float, float, float, float]:
         return first - start, posted - start, times.first_event_s, server.peak_rss_mb[1]
 
 
-def bench(name: str, how: str, repeat: int) -> dict[str, Any]:
+def once_in_browser(path: Path, browser: Any) -> tuple[float, float, float, float]:
+    with ServedExplorer() as server:
+        warm_up(server, "raw")
+        context = browser.new_context(base_url=server.base)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(600_000)
+            page.goto("/")
+            start = time.perf_counter()
+            page.get_by_test_id("file-input").set_input_files(str(path))
+            page.wait_for_url("**/s/**", wait_until="commit")
+            posted = time.perf_counter()
+            page.locator(".pass-row").first.wait_for()
+            first = time.perf_counter()
+        finally:
+            context.close()
+        return first - start, posted - start, first - posted, server.peak_rss_mb[1]
+
+
+def bench(name: str, how: str, repeat: int, browser: Any = None) -> dict[str, Any]:
     path = model_path(name)
-    runs = [once(path, how) for _ in range(repeat)]
+    runs = [once_in_browser(path, browser) if how == BROWSER else once(path, how)
+            for _ in range(repeat)]
     firsts = [r[0] for r in runs]
     return {"model": name, "upload": how, "file_mb": path.stat().st_size / 2**20,
             "first_snapshot_s": statistics.median(firsts),
@@ -115,11 +163,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", default="resnet50,bert12")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--uploads", default=",".join(UPLOADS),
-                        help="raw (the page's upload), multipart (curl, API users)")
+                        help="raw (the page's upload, from an HTTP client), multipart (curl, "
+                             "API users), browser (the page in Chromium)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
-    rows = [bench(name, how, args.repeat) for name in args.models.split(",")
-            for how in args.uploads.split(",")]
+    uploads = args.uploads.split(",")
+    with contextlib.ExitStack() as stack:
+        browser = stack.enter_context(chromium()) if BROWSER in uploads else None
+        rows = [bench(name, how, args.repeat, browser) for name in args.models.split(",")
+                for how in uploads]
     report("upload", "Upload to first snapshot over a real socket", COLUMNS, rows,
            notes=["budgets (issue 21, the page's raw upload): ResNet-50 <= 0.8 s, "
                   "BERT-12 <= 2.5 s"],
