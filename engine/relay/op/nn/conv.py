@@ -12,6 +12,7 @@ from engine.ir.attrs import Attrs
 from engine.ir.expr import Call, Expr
 from engine.ir.type import Dim, TensorType, Type
 from engine.relay.op._typing import check_arity, check_dim, is_any, tensor_arg, type_str
+from engine.relay.op.nn import compiled_kernels
 from engine.relay.op.nn._layout import (
     check_positive,
     dims,
@@ -125,7 +126,11 @@ def _depthwise(x: np.ndarray, w: np.ndarray, padding: tuple[int, int, int, int],
     buffers. Strided convolutions with small output planes run channels-last (the long
     channel axis innermost), the others channels-first; with a row stride of 1, output rows
     are computed as wide as the padded row (columns past `ow` dropped at the end), so a tap
-    reads one run of each flat plane (strided ones read the input's stride phases)."""
+    reads one run of each flat plane (strided ones read the input's stride phases). Compiled
+    loops (`compiled_kernels`) run instead where numba is installed and covers the call."""
+    compiled = compiled_kernels.depthwise_conv2d(x, w, padding, strides, dilation, oh, ow)
+    if compiled is not None:
+        return compiled
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     (sh, sw), (dh, dw) = strides, dilation

@@ -1,0 +1,113 @@
+"""Compiled depthwise conv2d loops (numba), imported only through `compiled_kernels`.
+
+Two loop nests, both writing an NCHW output and reading an NCHW input through a
+zero-padded scratch copy (allocated zeroed once per call: each channel overwrites only
+the interior, so the borders stay zero):
+
+- `depthwise_rows3x3`: a 3x3 kernel at dilation 1 on wide planes, one output row at a
+  time with the nine taps summed in one expression, so the compiler vectorizes along the
+  row (stride 2 has its own loop, with the factor known at compile time).
+- `depthwise_channels_last`: any kernel, stride and dilation for one input channel per
+  output channel: the padded input is stored channels-last and every tap adds a
+  contiguous run of channels, vectorized along the channels (small planes, strided
+  planes, long channel axes); each output row is transposed back to NCHW from a
+  scratch row.
+
+`cache=True` keeps the machine code in numba's cache directory, so only the first run
+on a machine compiles (`compiled_kernels.warm_up` does it ahead of time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_JIT = {"cache": True, "nogil": True, "boundscheck": False}
+
+
+@njit(**_JIT)
+def _copy_plane(pad, plane, top, left):
+    """`plane` (H, W) into `pad` at (top, left)."""
+    for r in range(plane.shape[0]):
+        src = plane[r]
+        dst = pad[top + r]
+        for k in range(src.shape[0]):
+            dst[left + k] = src[k]
+
+
+@njit(**_JIT)
+def _row3_s1(o, a, b, c, w):
+    w0, w1, w2, w3, w4, w5, w6, w7, w8 = w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]
+    for k in range(o.shape[0]):
+        o[k] = (a[k] * w0 + a[k + 1] * w1 + a[k + 2] * w2 + b[k] * w3 + b[k + 1] * w4
+                + b[k + 2] * w5 + c[k] * w6 + c[k + 1] * w7 + c[k + 2] * w8)
+
+
+@njit(**_JIT)
+def _row3_s2(o, a, b, c, w):
+    w0, w1, w2, w3, w4, w5, w6, w7, w8 = w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]
+    for k in range(o.shape[0]):
+        q = 2 * k
+        o[k] = (a[q] * w0 + a[q + 1] * w1 + a[q + 2] * w2 + b[q] * w3 + b[q + 1] * w4
+                + b[q + 2] * w5 + c[q] * w6 + c[q + 1] * w7 + c[q + 2] * w8)
+
+
+@njit(**_JIT)
+def depthwise_rows3x3(x, w, out, stride, top, left):
+    """x (N, C, H, W), w (O, 9) with O = C x multiplier, out (N, O, OH, OW); stride 1 or 2
+    on both axes, dilation 1, padding `top`/`left` (bottom/right implied by the shapes)."""
+    n_, c_, h, wd = x.shape
+    oh, ow = out.shape[2], out.shape[3]
+    m = out.shape[1] // c_
+    pad = np.zeros((max(top + h, (oh - 1) * stride + 3), max(left + wd, (ow - 1) * stride + 3)),
+                   x.dtype)
+    for n in range(n_):
+        for c in range(c_):
+            _copy_plane(pad, x[n, c], top, left)
+            for o in range(c * m, c * m + m):
+                wk = w[o]
+                for y in range(oh):
+                    r = y * stride
+                    if stride == 1:
+                        _row3_s1(out[n, o, y], pad[r], pad[r + 1], pad[r + 2], wk)
+                    else:
+                        _row3_s2(out[n, o, y], pad[r], pad[r + 1], pad[r + 2], wk)
+
+
+@njit(**_JIT)
+def _add_scaled(acc, src, wt):
+    for k in range(acc.shape[0]):
+        acc[k] += src[k] * wt[k]
+
+
+@njit(**_JIT)
+def depthwise_channels_last(x, w, out, sh, sw, dh, dw, top, left):
+    """x (N, C, H, W), w (KH, KW, C), out (N, C, OH, OW): one input channel per output
+    channel; any kernel size, stride, dilation and (non-negative) padding."""
+    n_, c_, h, wd = x.shape
+    kh, kw = w.shape[0], w.shape[1]
+    oh, ow = out.shape[2], out.shape[3]
+    ph = max(top + h, (oh - 1) * sh + (kh - 1) * dh + 1)
+    pw = max(left + wd, (ow - 1) * sw + (kw - 1) * dw + 1)
+    pad = np.zeros((ph, pw, c_), x.dtype)
+    row = np.empty((ow, c_), x.dtype)
+    for n in range(n_):
+        for c in range(c_):
+            plane = x[n, c]
+            for r in range(h):
+                src = plane[r]
+                dst = pad[top + r]
+                for k in range(wd):
+                    dst[left + k, c] = src[k]
+        for y in range(oh):
+            for q in range(ow):
+                acc = row[q]
+                acc[:] = 0
+                for i in range(kh):
+                    prow = pad[y * sh + i * dh]
+                    for j in range(kw):
+                        _add_scaled(acc, prow[q * sw + j * dw], w[i, j])
+            for c in range(c_):
+                dst = out[n, c, y]
+                for q in range(ow):
+                    dst[q] = row[q, c]
