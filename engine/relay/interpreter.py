@@ -20,6 +20,7 @@ compute it again).
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,28 @@ def _post_order(roots: Sequence[Expr], env: Env) -> tuple[list[Expr], dict[Expr,
     return order, uses
 
 
+_PLANS: weakref.WeakKeyDictionary[Expr, tuple[list[Expr], dict[Expr, int]]] = (
+    weakref.WeakKeyDictionary())
+"""`_post_order` of one root, less the root itself (so the key stays collectable), for
+evaluations whose environment holds no dataflow value (then the plan depends on the root
+alone): a model evaluated again skips the walk over its graph."""
+
+
+def _plan(roots: Sequence[Expr], env: Env) -> tuple[list[Expr], dict[Expr, int]]:
+    """`_post_order(roots, env)`, from `_PLANS` when it may be."""
+    if len(roots) != 1 or not isinstance(roots[0], DATAFLOW_KINDS) \
+            or any(isinstance(key, DATAFLOW_KINDS) for key in env):
+        return _post_order(roots, env)
+    root = roots[0]
+    cached = _PLANS.get(root)
+    if cached is None:
+        order, uses = _post_order(roots, env)
+        cached = (order[:-1], {node: count for node, count in uses.items() if node is not root})
+        _PLANS[root] = cached
+    body, uses = cached
+    return [*body, root], {**uses, root: 1}  # a root's one use is its caller's
+
+
 class Interpreter:
     """Evaluates expressions of one module (global calls resolve in it)."""
 
@@ -166,7 +189,7 @@ class Interpreter:
 
     # --- dataflow ---------------------------------------------------------------------------
     def _eval_dataflow(self, roots: Sequence[Expr], env: Env) -> list[Value]:
-        order, uses = _post_order(roots, env)
+        order, uses = _plan(roots, env)
         values: dict[Expr, Value] = {}
 
         def get(node: Expr) -> Value:

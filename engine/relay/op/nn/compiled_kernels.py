@@ -1,10 +1,12 @@
-"""Compiled loops for the interpreter's depthwise convolutions, when numba is installed.
+"""Compiled loops for the interpreter's depthwise convolutions and batch_norm, when numba is
+installed.
 
 numpy runs a depthwise convolution as one multiply and one add over the whole tensor per
 kernel tap (conv.py `_depthwise`), which leaves it two to three times slower than a dense
-convolution of the same size (BLAS). These loops (`_depthwise_jit`) read each input
+convolution of the same size (BLAS). These loops (`_jit_loops`) read each input
 element once per output row and keep the sum in registers; their results match the numpy
-path to float rounding (the same products, summed in another order).
+path to float rounding (the same products, summed in another order). `channel_affine`
+applies inference batch_norm (`x * scale + shift` per channel) in one pass instead of two.
 
 They run only where they cover the call: float32 or float64 data and kernel of one dtype,
 padding >= 0, and (for the channels-last loop) one output channel per input channel;
@@ -20,6 +22,7 @@ cache directory); later processes load it in milliseconds. `make setup` runs `wa
 from __future__ import annotations
 
 import functools
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -42,10 +45,10 @@ def enabled() -> bool:
 @functools.cache
 def _loops() -> ModuleType | None:
     try:
-        from engine.relay.op.nn import _depthwise_jit
+        from engine.relay.op.nn import _jit_loops
     except ImportError:  # numba is not installed (or not for this numpy): numpy runs
         return None
-    return _depthwise_jit
+    return _jit_loops
 
 
 def status() -> str:
@@ -86,6 +89,21 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, padding: Sequence[int],
     return out
 
 
+def channel_affine(x: np.ndarray, scale: np.ndarray, shift: np.ndarray, axis: int,
+                   out: np.ndarray) -> bool:
+    """`out = x * scale + shift` with `scale`, `shift` vectors along `axis` of `x` (`out`
+    may be `x`); False, writing nothing, when no compiled loop covers the call."""
+    loops = _loops() if os.environ.get(ENV, "1") != "0" else None
+    if loops is None or x.dtype not in _DTYPES or out.dtype != x.dtype \
+            or not (x.flags.c_contiguous and out.flags.c_contiguous):
+        return False
+    axis %= x.ndim
+    shape = (math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]))
+    loops.channel_affine(x.reshape(shape), scale.astype(x.dtype, copy=False),
+                         shift.astype(x.dtype, copy=False), out.reshape(shape))
+    return True
+
+
 def warm_up() -> float:
     """Compile (or load from numba's cache) every loop for float32 and float64; seconds."""
     start = time.perf_counter()
@@ -98,6 +116,7 @@ def warm_up() -> float:
             x = np.ones((1, 2, plane, plane), dtype)
             out = (plane - 1) // stride + 1  # 3x3, padding 1
             depthwise_conv2d(x, w, (1, 1, 1, 1), (stride, stride), (1, 1), out, out)
+        channel_affine(w, w[:, 0, 0, 0], w[:, 0, 0, 1], 0, w)
     return time.perf_counter() - start
 
 

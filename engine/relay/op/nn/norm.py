@@ -17,6 +17,7 @@ from engine.relay.op._typing import (
     tensor_arg,
 )
 from engine.relay.op.indexing import TupleWrapper
+from engine.relay.op.nn import compiled_kernels
 from engine.relay.op.op import (
     ELEMWISE,
     OPAQUE,
@@ -66,21 +67,29 @@ def _batch_norm_affine(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, 
             shift.reshape(shape).astype(data.dtype, copy=False))
 
 
-def _batch_norm_compute(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
+def _batch_norm_into(xs: list[np.ndarray], attrs: Attrs, out: np.ndarray | None
+                     ) -> tuple[np.ndarray, ...]:
+    """The batch_norm tuple, its data written into `out` (a new array when None): one
+    compiled pass where `compiled_kernels` covers it, else a multiply and an add."""
+    data = xs[0]
     scale, shift = _batch_norm_affine(xs, attrs)
-    out = xs[0] * scale
-    out += shift  # in place: one pass less over the data
+    if out is None:
+        out = np.empty(data.shape, np.result_type(data, scale))
+    if not compiled_kernels.channel_affine(data, scale.reshape(-1), shift.reshape(-1),
+                                           int(attrs.axis), out):
+        np.multiply(data, scale, out=out)
+        out += shift  # in place: one pass less over the data
     return out, xs[3], xs[4]
+
+
+def _batch_norm_compute(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
+    return _batch_norm_into(xs, attrs, None)
 
 
 def _batch_norm_inplace(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...] | None:
     if xs[0].dtype.kind != "f":
         return None
-    scale, shift = _batch_norm_affine(xs, attrs)
-    out = xs[0]
-    out *= scale
-    out += shift
-    return out, xs[3], xs[4]
+    return _batch_norm_into(xs, attrs, xs[0])
 
 
 define_op("nn.batch_norm", ("data", "gamma", "beta", "moving_mean", "moving_var"),

@@ -1,6 +1,6 @@
-"""Compiled depthwise conv2d loops (numba), imported only through `compiled_kernels`.
+"""Compiled loops (numba) for the interpreter, imported only through `compiled_kernels`.
 
-Two loop nests, both writing an NCHW output and reading an NCHW input through a
+Depthwise conv2d has two loop nests, both writing an NCHW output and reading an NCHW input through a
 zero-padded scratch copy (allocated zeroed once per call: each channel overwrites only
 the interior, so the borders stay zero):
 
@@ -15,6 +15,7 @@ the interior, so the borders stay zero):
 
 `cache=True` keeps the machine code in numba's cache directory, so only the first run
 on a machine compiles (`compiled_kernels.warm_up` does it ahead of time).
+`channel_affine` is inference batch_norm's `x * scale + shift` in one pass.
 """
 
 from __future__ import annotations
@@ -111,3 +112,15 @@ def depthwise_channels_last(x, w, out, sh, sw, dh, dw, top, left):
                 dst = out[n, c, y]
                 for q in range(ow):
                     dst[q] = row[q, c]
+
+
+@njit(**_JIT)
+def channel_affine(x, scale, shift, out):
+    """out[n, c] = x[n, c] * scale[c] + shift[c] over (N, C, K) arrays (out may be x): one
+    pass, where numpy makes one for the multiply and one for the add."""
+    for n in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            s, b = scale[c], shift[c]
+            src, dst = x[n, c], out[n, c]
+            for k in range(src.shape[0]):
+                dst[k] = src[k] * s + b
