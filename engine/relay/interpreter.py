@@ -47,6 +47,7 @@ from engine.ir.op import Op
 from engine.ir.type import TupleType, Type
 from engine.relay.analysis import free_vars
 from engine.relay.expr_functor import post_order
+from engine.relay.interpreter_fusion import Bounds, Fusions, find_fusions
 from engine.runtime.ndarray import NDArray
 
 Value = Any  # np.ndarray | tuple[Value, ...] | Closure
@@ -109,26 +110,39 @@ def _post_order(roots: Sequence[Expr], env: Env) -> tuple[list[Expr], dict[Expr,
     return order, uses
 
 
-_PLANS: weakref.WeakKeyDictionary[Expr, tuple[list[Expr], dict[Expr, int]]] = (
-    weakref.WeakKeyDictionary())
-"""`_post_order` of one root, less the root itself (so the key stays collectable), for
+@dataclass(frozen=True)
+class _Plan:
+    """How to evaluate dataflow roots: nodes children first, each node's use count, and the
+    clamps fused into the op before them."""
+
+    order: list[Expr]
+    uses: dict[Expr, int]
+    fusions: Fusions
+
+
+_PLANS: weakref.WeakKeyDictionary[Expr, _Plan] = weakref.WeakKeyDictionary()
+"""The plan of one root, less the root itself (so the key stays collectable), for
 evaluations whose environment holds no dataflow value (then the plan depends on the root
 alone): a model evaluated again skips the walk over its graph."""
 
 
-def _plan(roots: Sequence[Expr], env: Env) -> tuple[list[Expr], dict[Expr, int]]:
-    """`_post_order(roots, env)`, from `_PLANS` when it may be."""
+def _plan(roots: Sequence[Expr], env: Env) -> _Plan:
+    """The plan of `roots` under `env`, from `_PLANS` when it may be."""
     if len(roots) != 1 or not isinstance(roots[0], DATAFLOW_KINDS) \
             or any(isinstance(key, DATAFLOW_KINDS) for key in env):
-        return _post_order(roots, env)
+        order, uses = _post_order(roots, env)
+        computed = [node for node in order if node not in env]
+        return _Plan(order, uses, find_fusions(computed, uses, roots))
     root = roots[0]
     cached = _PLANS.get(root)
     if cached is None:
         order, uses = _post_order(roots, env)
-        cached = (order[:-1], {node: count for node, count in uses.items() if node is not root})
+        fusions = find_fusions(order, uses, roots)
+        cached = _Plan(order[:-1], {node: n for node, n in uses.items() if node is not root},
+                       fusions)
         _PLANS[root] = cached
-    body, uses = cached
-    return [*body, root], {**uses, root: 1}  # a root's one use is its caller's
+    # a root's one use is its caller's
+    return _Plan([*cached.order, root], {**cached.uses, root: 1}, cached.fusions)
 
 
 class Interpreter:
@@ -189,7 +203,8 @@ class Interpreter:
 
     # --- dataflow ---------------------------------------------------------------------------
     def _eval_dataflow(self, roots: Sequence[Expr], env: Env) -> list[Value]:
-        order, uses = _plan(roots, env)
+        plan = _plan(roots, env)
+        uses, fusions = plan.uses, plan.fusions
         values: dict[Expr, Value] = {}
 
         def get(node: Expr) -> Value:
@@ -204,11 +219,17 @@ class Interpreter:
                 return self._eval_leaf(node, {**env, **values})
             return self._eval_leaf(node, env)
 
-        for node in order:
-            values[node] = env[node] if node in env else self._eval_node(node, get, env)
+        for node in plan.order:
+            if node in env:
+                values[node] = env[node]
+            elif node in fusions.passed:  # a clamp its producer applied
+                values[node] = get(node.args[0])  # type: ignore[attr-defined]
+            else:
+                values[node] = self._eval_node(node, get, env, fusions.bounds.get(node))
         return [get(root) for root in roots]
 
-    def _eval_node(self, node: Expr, get: Callable[[Expr], Value], env: Env) -> Value:
+    def _eval_node(self, node: Expr, get: Callable[[Expr], Value], env: Env,
+                   clamp: Bounds | None = None) -> Value:
         if isinstance(node, Tuple):
             return tuple(get(f) for f in node.fields)
         if isinstance(node, TupleGetItem):
@@ -216,6 +237,8 @@ class Interpreter:
         call: Call = node  # type: ignore[assignment]
         args = [get(a) for a in call.args]
         if isinstance(call.op, Op):
+            if clamp is not None:
+                return self._run_clamped(call, args, clamp)
             return self._run_op(call, args)
         if isinstance(call.op, Function):
             return self.apply(call.op, args, env)
@@ -236,9 +259,19 @@ class Interpreter:
         except EvaluationError:
             raise
         except Exception as err:  # an op's numpy code failed: say which call
-            shapes = ", ".join(_shape_text(a) for a in args)
-            raise EvaluationError(f"while evaluating {op.name}({shapes}){_span_text(call)}: "
-                                  f"{type(err).__name__}: {err}") from err
+            raise _op_error(call, args, err) from err
+
+    def _run_clamped(self, call: Call, args: list[Value], clamp: Bounds) -> Value:
+        """The op's value clamped to `clamp` by its `FNumpyClamped` (the clamp after it was
+        fused into it), in place when its first argument is donated."""
+        op: Op = call.op  # type: ignore[assignment]
+        try:
+            return op.get_attr("FNumpyClamped")(args, call.attrs, clamp,
+                                                bool(args) and _donated(args))
+        except EvaluationError:
+            raise
+        except Exception as err:
+            raise _op_error(call, args, err) from err
 
     # --- everything else --------------------------------------------------------------------
     def _eval_leaf(self, expr: Expr, env: Env) -> Value:
@@ -307,6 +340,14 @@ def _donated(args: list[Value]) -> bool:
     # the base is held by `arr`, `base` and getrefcount: nothing else may see its memory
     return base is None or (type(base) is np.ndarray and base.base is None
                             and sys.getrefcount(base) <= _UNSHARED_REFS)
+
+
+def _op_error(call: Call, args: list[Value], err: Exception) -> EvaluationError:
+    """An op's numpy code failed: the error names the call, its argument shapes and span."""
+    op: Op = call.op  # type: ignore[assignment]
+    shapes = ", ".join(_shape_text(a) for a in args)
+    return EvaluationError(f"while evaluating {op.name}({shapes}){_span_text(call)}: "
+                           f"{type(err).__name__}: {err}")
 
 
 def _is_closure_call(expr: Expr) -> bool:

@@ -15,7 +15,8 @@ the interior, so the borders stay zero):
 
 `cache=True` keeps the machine code in numba's cache directory, so only the first run
 on a machine compiles (`compiled_kernels.warm_up` does it ahead of time).
-`channel_affine` is inference batch_norm's `x * scale + shift` in one pass.
+`channel_affine` is inference batch_norm's `x * scale + shift` (and a clip after it) in
+one pass.
 """
 
 from __future__ import annotations
@@ -115,12 +116,16 @@ def depthwise_channels_last(x, w, out, sh, sw, dh, dw, top, left):
 
 
 @njit(**_JIT)
-def channel_affine(x, scale, shift, out):
-    """out[n, c] = x[n, c] * scale[c] + shift[c] over (N, C, K) arrays (out may be x): one
-    pass, where numpy makes one for the multiply and one for the add."""
+def channel_affine(x, scale, shift, lo, hi, out):
+    """out[n, c] = x[n, c] * scale[c] + shift[c] over (N, C, K) arrays (out may be x),
+    clamped to [lo, hi] as np.clip does (NaN stays NaN): one pass, where numpy makes one
+    for the multiply, one for the add and one for the clip. `lo` and `hi` come in x's
+    dtype (float64 bounds would widen every float32 element, and stop vectorization)."""
     for n in range(x.shape[0]):
         for c in range(x.shape[1]):
             s, b = scale[c], shift[c]
             src, dst = x[n, c], out[n, c]
             for k in range(src.shape[0]):
-                dst[k] = src[k] * s + b
+                v = src[k] * s + b
+                v = lo if v < lo else v
+                dst[k] = hi if v > hi else v

@@ -6,7 +6,8 @@ kernel tap (conv.py `_depthwise`), which leaves it two to three times slower tha
 convolution of the same size (BLAS). These loops (`_jit_loops`) read each input
 element once per output row and keep the sum in registers; their results match the numpy
 path to float rounding (the same products, summed in another order). `channel_affine`
-applies inference batch_norm (`x * scale + shift` per channel) in one pass instead of two.
+applies inference batch_norm (`x * scale + shift` per channel, and the clip or relu the
+interpreter fuses after it) in one pass instead of two or three.
 
 They run only where they cover the call: float32 or float64 data and kernel of one dtype,
 padding >= 0, and (for the channels-last loop) one output channel per input channel;
@@ -16,7 +17,7 @@ or with `ENGINE_COMPILED_KERNELS=0` in the environment, numpy runs every call.
 Compile cost: numba compiles a loop the first time it runs on a machine (about 2-5 s for
 all of them) and keeps the machine code in its cache (next to this file, or numba's user
 cache directory); later processes load it in milliseconds. `make setup` runs `warm_up`
-(`python -m engine.relay.op.nn.compiled_kernels`) so a user's first model does not pay it.
+so a user's first model does not pay it.
 """
 
 from __future__ import annotations
@@ -90,9 +91,10 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, padding: Sequence[int],
 
 
 def channel_affine(x: np.ndarray, scale: np.ndarray, shift: np.ndarray, axis: int,
-                   out: np.ndarray) -> bool:
-    """`out = x * scale + shift` with `scale`, `shift` vectors along `axis` of `x` (`out`
-    may be `x`); False, writing nothing, when no compiled loop covers the call."""
+                   out: np.ndarray, bounds: tuple[float, float] = (-math.inf, math.inf)
+                   ) -> bool:
+    """`out = clip(x * scale + shift, *bounds)` with `scale`, `shift` vectors along `axis`
+    of `x` (`out` may be `x`); False, writing nothing, when no compiled loop covers it."""
     loops = _loops() if os.environ.get(ENV, "1") != "0" else None
     if loops is None or x.dtype not in _DTYPES or out.dtype != x.dtype \
             or not (x.flags.c_contiguous and out.flags.c_contiguous):
@@ -100,7 +102,9 @@ def channel_affine(x: np.ndarray, scale: np.ndarray, shift: np.ndarray, axis: in
     axis %= x.ndim
     shape = (math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]))
     loops.channel_affine(x.reshape(shape), scale.astype(x.dtype, copy=False),
-                         shift.astype(x.dtype, copy=False), out.reshape(shape))
+                         shift.astype(x.dtype, copy=False), x.dtype.type(bounds[0]),
+                         x.dtype.type(bounds[1]),
+                         out.reshape(shape))
     return True
 
 
@@ -119,6 +123,3 @@ def warm_up() -> float:
         channel_affine(w, w[:, 0, 0, 0], w[:, 0, 0, 1], 0, w)
     return time.perf_counter() - start
 
-
-if __name__ == "__main__":
-    print(f"depthwise conv2d: {status()}; ready in {warm_up():.2f} s")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from engine.ir.attrs import Attrs
 from engine.ir.expr import Call, Expr, TupleGetItem
+from engine.ir.op import register_op_attr
 from engine.ir.type import TensorType, TupleType, Type
 from engine.relay.op._typing import (
     check_arity,
@@ -67,18 +69,22 @@ def _batch_norm_affine(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, 
             shift.reshape(shape).astype(data.dtype, copy=False))
 
 
-def _batch_norm_into(xs: list[np.ndarray], attrs: Attrs, out: np.ndarray | None
-                     ) -> tuple[np.ndarray, ...]:
-    """The batch_norm tuple, its data written into `out` (a new array when None): one
-    compiled pass where `compiled_kernels` covers it, else a multiply and an add."""
+def _batch_norm_into(xs: list[np.ndarray], attrs: Attrs, out: np.ndarray | None,
+                     clamp: tuple[float, float] | None = None) -> tuple[np.ndarray, ...]:
+    """The batch_norm tuple, its data written into `out` (a new array when None) and, for
+    float data, clamped to `clamp`: one compiled pass where `compiled_kernels` covers it,
+    else a multiply, an add (and a clip)."""
     data = xs[0]
     scale, shift = _batch_norm_affine(xs, attrs)
     if out is None:
         out = np.empty(data.shape, np.result_type(data, scale))
+    bounds = clamp or (-math.inf, math.inf)
     if not compiled_kernels.channel_affine(data, scale.reshape(-1), shift.reshape(-1),
-                                           int(attrs.axis), out):
+                                           int(attrs.axis), out, bounds):
         np.multiply(data, scale, out=out)
         out += shift  # in place: one pass less over the data
+        if clamp is not None:
+            np.clip(out, *clamp, out=out)
     return out, xs[3], xs[4]
 
 
@@ -92,10 +98,21 @@ def _batch_norm_inplace(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray,
     return _batch_norm_into(xs, attrs, xs[0])
 
 
+def _batch_norm_clamped(xs: list[np.ndarray], attrs: Attrs, clamp: tuple[float, float],
+                        donated: bool) -> tuple[np.ndarray, ...]:
+    """batch_norm with the clip or relu after it (the interpreter's fusion): field 0
+    clamped to `clamp`, in place when `donated`."""
+    if xs[0].dtype.kind == "f":
+        return _batch_norm_into(xs, attrs, xs[0] if donated else None, clamp)
+    out, mean, var = _batch_norm_compute(xs, attrs)  # integers: as clip computes them
+    return np.clip(out, *clamp).astype(out.dtype, copy=False), mean, var
+
+
 define_op("nn.batch_norm", ("data", "gamma", "beta", "moving_mean", "moving_var"),
           _batch_norm_rel, OPAQUE, _batch_norm_compute,
           attrs_type_key="relay.attrs.BatchNormAttrs")
 register_inplace("nn.batch_norm", _batch_norm_inplace)
+register_op_attr("nn.batch_norm", "FNumpyClamped", _batch_norm_clamped)
 
 
 def batch_norm(data: Expr, gamma: Expr, beta: Expr, moving_mean: Expr, moving_var: Expr,

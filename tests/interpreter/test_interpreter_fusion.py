@@ -1,0 +1,131 @@
+"""The interpreter's clamp fusion (interpreter_fusion.py): a clip or relu whose only input is
+batch_norm's field 0 runs inside batch_norm's pass, with numpy's loops and the compiled
+ones alike; the result is the unfused one, and nothing else is fused. Plans are cached per
+root and give the same results again."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from engine import relay
+from engine.ir.expr import Call
+from engine.relay import interpreter
+from engine.relay.interpreter import evaluate
+from engine.relay.interpreter_fusion import find_fusions
+from engine.relay.op.nn import compiled_kernels
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(compiled_kernels.ENV, "1" if request.param == "compiled" else "0")
+    if request.param == "compiled" and not compiled_kernels.enabled():
+        pytest.skip("numba is not installed: only numpy's loops run")
+    return str(request.param)
+
+
+def _bn_args(rng: np.random.Generator, shape: tuple[int, ...], axis: int = 1,
+             dtype: str = "float32") -> list[np.ndarray]:
+    data = (rng.standard_normal(shape) * 4).astype(dtype)
+    data.flat[3] = np.nan  # np.clip keeps NaN: so must the fused loop
+    c = shape[axis]
+    return [data, *(rng.random(c).astype(dtype) + 0.5 for _ in range(4))]
+
+
+def _bn_reference(data: np.ndarray, g: np.ndarray, b: np.ndarray, m: np.ndarray,
+                  v: np.ndarray, eps: float, axis: int = 1) -> np.ndarray:
+    shape = [1] * data.ndim
+    shape[axis] = -1
+    scale = (g / np.sqrt(v + eps)).reshape(shape)
+    return data.astype(np.float64) * scale + (b - m * g / np.sqrt(v + eps)).reshape(shape)
+
+
+def _bn_clamp(clamp: str, shape: tuple[int, ...], axis: int = 1,
+              feed: str = "relu") -> relay.Function:
+    """clamp(batch_norm(feed(x))[0]): `feed` makes the data an intermediate (donated)."""
+    x = relay.var("x", shape=shape)
+    params = [relay.var(name, shape=(shape[axis],)) for name in ("g", "b", "m", "v")]
+    data = relay.nn.relu(x) if feed == "relu" else x
+    bn = relay.nn.batch_norm(data, *params, axis=axis, epsilon=1e-3)[0]
+    out = relay.clip(bn, 0.0, 6.0) if clamp == "clip" else relay.nn.relu(bn)
+    return relay.Function([x, *params], relay.add(out, relay.const(np.float32(1.0))))
+
+
+@pytest.mark.parametrize(("clamp", "shape", "axis", "feed"), [
+    ("clip", (2, 5, 6, 7), 1, "relu"),
+    ("relu", (1, 3, 9), 1, "relu"),
+    ("clip", (2, 4, 4, 6), 3, "relu"),  # channels last
+    ("clip", (1, 4, 5, 5), 1, "input"),  # batch_norm reads the input: not in place
+])
+def test_fused_clamp_matches_the_unfused_ops(clamp: str, shape: tuple[int, ...], axis: int,
+                                             feed: str, impl: str) -> None:
+    rng = np.random.default_rng(7)
+    args = _bn_args(rng, shape, axis)
+    kept = [a.copy() for a in args]
+    func = _bn_clamp(clamp, shape, axis, feed)
+    got = evaluate(func, args)
+    data = np.maximum(args[0], 0) if feed == "relu" else args[0]
+    bn = _bn_reference(data, *args[1:], eps=1e-3, axis=axis)
+    want = (np.clip(bn, 0, 6) if clamp == "clip" else np.maximum(bn, 0)) + 1
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert np.isnan(got.flat[3])  # relu, batch_norm and clip all keep NaN
+    for arg, copy in zip(args, kept):
+        np.testing.assert_array_equal(arg, copy)  # inputs intact
+
+
+def test_the_plan_fuses_exactly_the_clamp_after_batch_norm() -> None:
+    func = _bn_clamp("clip", (1, 2, 3, 3))
+    order, uses = interpreter._post_order((func.body,), {})
+    fusions = find_fusions(order, uses, (func.body,))
+    (producer,) = fusions.bounds
+    (passed,) = fusions.passed
+    assert isinstance(producer, Call) and producer.op.name == "nn.batch_norm"
+    assert isinstance(passed, Call) and passed.op.name == "clip"
+    assert fusions.bounds[producer] == (0.0, 6.0)
+
+
+def test_a_batch_norm_read_twice_or_at_the_root_is_not_fused(impl: str) -> None:
+    x = relay.var("x", shape=(1, 3, 4, 4))
+    params = [relay.var(name, shape=(3,)) for name in ("g", "b", "m", "v")]
+    bn = relay.nn.batch_norm(x, *params)[0]
+    twice = relay.Function([x, *params], relay.add(relay.clip(bn, 0.0, 1.0), bn))
+    order, uses = interpreter._post_order((twice.body,), {})
+    assert not find_fusions(order, uses, (twice.body,)).passed
+    at_root = relay.Function([x, *params], relay.clip(bn, 0.0, 1.0))
+    order, uses = interpreter._post_order((at_root.body,), {})
+    assert not find_fusions(order, uses, (at_root.body,)).passed
+    args = _bn_args(np.random.default_rng(1), (1, 3, 4, 4))
+    bn_value = _bn_reference(*args, eps=1e-5)
+    np.testing.assert_allclose(evaluate(twice, args), np.clip(bn_value, 0, 1) + bn_value,
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(evaluate(at_root, args), np.clip(bn_value, 0, 1),
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_channel_affine_matches_numpy(dtype: str, impl: str) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 5, 3, 4)).astype(dtype)
+    scale, shift = rng.standard_normal(3).astype(dtype), rng.standard_normal(3).astype(dtype)
+    out = np.empty_like(x)
+    ran = compiled_kernels.channel_affine(x, scale, shift, 2, out, (-0.5, 0.5))
+    assert ran == (impl == "compiled")
+    if ran:
+        want = np.clip(x * scale[:, None] + shift[:, None], -0.5, 0.5)
+        np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    assert not compiled_kernels.channel_affine(x[:, :, ::2], scale, shift, 2,
+                                               np.empty_like(x[:, :, ::2]))  # strided: numpy
+
+
+def test_plans_are_cached_per_root_and_let_it_go() -> None:
+    func = _bn_clamp("clip", (1, 2, 3, 3))
+    args = _bn_args(np.random.default_rng(2), (1, 2, 3, 3))
+    first = evaluate(func, args)
+    assert func.body in interpreter._PLANS
+    np.testing.assert_array_equal(evaluate(func, args), first)
+    count = len(interpreter._PLANS)
+    del func
+    gc.collect()
+    assert len(interpreter._PLANS) == count - 1  # the plan does not keep its root alive
