@@ -46,26 +46,47 @@ def _row3_s1(o, a, b, c, w):
 
 
 @njit(**_JIT)
-def _row3_s2(o, a, b, c, w):
+def _row3_s2(o, a0, a1, b0, b1, c0, c1, w):
+    """Stride 2 over rows split by column parity (x0: even columns, x1: odd ones), so every
+    load is unit-stride."""
     w0, w1, w2, w3, w4, w5, w6, w7, w8 = w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]
     for k in range(o.shape[0]):
-        q = 2 * k
-        o[k] = (a[q] * w0 + a[q + 1] * w1 + a[q + 2] * w2 + b[q] * w3 + b[q + 1] * w4
-                + b[q + 2] * w5 + c[q] * w6 + c[q + 1] * w7 + c[q + 2] * w8)
+        o[k] = (a0[k] * w0 + a1[k] * w1 + a0[k + 1] * w2 + b0[k] * w3 + b1[k] * w4
+                + b0[k + 1] * w5 + c0[k] * w6 + c1[k] * w7 + c0[k + 1] * w8)
+
+
+@njit(**_JIT)
+def _copy_plane_by_parity(pad, plane, top, left):
+    """`plane` (H, W) into `pad` (rows, 2, columns / 2) at (top, left): padded column q
+    goes to pad[:, q % 2, q // 2]."""
+    for r in range(plane.shape[0]):
+        src = plane[r]
+        for parity in range(2):
+            dst = pad[top + r, parity]
+            first = (parity - left) % 2  # the first source column landing on this parity
+            base = (left + first) // 2
+            for t in range((src.shape[0] - first + 1) // 2):
+                dst[base + t] = src[first + 2 * t]
 
 
 @njit(**_JIT)
 def depthwise_rows3x3(x, w, out, stride, top, left):
     """x (N, C, H, W), w (O, 9) with O = C x multiplier, out (N, O, OH, OW); stride 1 or 2
-    on both axes, dilation 1, padding `top`/`left` (bottom/right implied by the shapes)."""
+    on both axes, dilation 1, padding `top`/`left` (bottom/right implied by the shapes).
+    At stride 2 the padded plane is stored split by column parity."""
     n_, c_, h, wd = x.shape
     oh, ow = out.shape[2], out.shape[3]
     m = out.shape[1] // c_
-    pad = np.zeros((max(top + h, (oh - 1) * stride + 3), max(left + wd, (ow - 1) * stride + 3)),
-                   x.dtype)
+    rows = max(top + h, (oh - 1) * stride + 3)
+    cols = max(left + wd, (ow - 1) * stride + 3)
+    pad = np.zeros((rows, cols), x.dtype)
+    halves = np.zeros((rows, 2, (cols + 1) // 2), x.dtype)
     for n in range(n_):
         for c in range(c_):
-            _copy_plane(pad, x[n, c], top, left)
+            if stride == 1:
+                _copy_plane(pad, x[n, c], top, left)
+            else:
+                _copy_plane_by_parity(halves, x[n, c], top, left)
             for o in range(c * m, c * m + m):
                 wk = w[o]
                 for y in range(oh):
@@ -73,7 +94,8 @@ def depthwise_rows3x3(x, w, out, stride, top, left):
                     if stride == 1:
                         _row3_s1(out[n, o, y], pad[r], pad[r + 1], pad[r + 2], wk)
                     else:
-                        _row3_s2(out[n, o, y], pad[r], pad[r + 1], pad[r + 2], wk)
+                        _row3_s2(out[n, o, y], halves[r, 0], halves[r, 1], halves[r + 1, 0],
+                                 halves[r + 1, 1], halves[r + 2, 0], halves[r + 2, 1], wk)
 
 
 @njit(**_JIT)
