@@ -47,7 +47,7 @@ from engine.ir.op import Op
 from engine.ir.type import TupleType, Type
 from engine.relay.analysis import free_vars
 from engine.relay.expr_functor import post_order
-from engine.relay.interpreter_fusion import Bounds, Fusions, find_fusions
+from engine.relay.interpreter_fusion import Bounds, Epilogue, Fusions, find_fusions
 from engine.runtime.ndarray import NDArray
 
 Value = Any  # np.ndarray | tuple[Value, ...] | Closure
@@ -222,14 +222,19 @@ class Interpreter:
         for node in plan.order:
             if node in env:
                 values[node] = env[node]
+            elif node in fusions.skipped:  # a batch_norm its data's producer applied
+                continue
+            elif node in fusions.forwarded:  # that batch_norm's field 0: the producer's value
+                values[node] = get(fusions.forwarded[node])
             elif node in fusions.passed:  # a clamp its producer applied
                 values[node] = get(node.args[0])  # type: ignore[attr-defined]
             else:
-                values[node] = self._eval_node(node, get, env, fusions.bounds.get(node))
+                values[node] = self._eval_node(node, get, env, fusions.bounds.get(node),
+                                               fusions.epilogues.get(node))
         return [get(root) for root in roots]
 
     def _eval_node(self, node: Expr, get: Callable[[Expr], Value], env: Env,
-                   clamp: Bounds | None = None) -> Value:
+                   clamp: Bounds | None = None, epilogue: Epilogue | None = None) -> Value:
         if isinstance(node, Tuple):
             return tuple(get(f) for f in node.fields)
         if isinstance(node, TupleGetItem):
@@ -237,6 +242,8 @@ class Interpreter:
         call: Call = node  # type: ignore[assignment]
         args = [get(a) for a in call.args]
         if isinstance(call.op, Op):
+            if epilogue is not None:
+                return self._run_epilogue(call, args, epilogue, env)
             if clamp is not None:
                 return self._run_clamped(call, args, clamp)
             return self._run_op(call, args)
@@ -268,6 +275,23 @@ class Interpreter:
         try:
             return op.get_attr("FNumpyClamped")(args, call.attrs, clamp,
                                                 bool(args) and _donated(args))
+        except EvaluationError:
+            raise
+        except Exception as err:
+            raise _op_error(call, args, err) from err
+
+    def _run_epilogue(self, call: Call, args: list[Value], epilogue: Epilogue, env: Env
+                      ) -> Value:
+        """The op's value with the map of the batch_norm after it (and the clamp after that)
+        applied by its `FNumpyEpilogue`."""
+        op: Op = call.op  # type: ignore[assignment]
+        affine_op: Op = epilogue.affine.op  # type: ignore[assignment]
+        params = [self._eval_leaf(p, env) for p in epilogue.affine.args[1:]]
+        try:
+            affine = affine_op.get_attr("FNumpyChannelAffine")(params, epilogue.affine.attrs)
+            if epilogue.bounds is not None:
+                affine = affine.clamped(epilogue.bounds)
+            return op.get_attr("FNumpyEpilogue")(args, call.attrs, affine)
         except EvaluationError:
             raise
         except Exception as err:

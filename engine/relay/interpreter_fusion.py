@@ -1,13 +1,20 @@
-"""Clamps the interpreter fuses into the op before them.
+"""What the interpreter fuses: batch_norm, and a clamp after it, into the op before them.
 
-A clip or relu right after batch_norm is one more pass over a whole activation. An op
-registered with `FNumpyClamped` (`compute(args, attrs, (lo, hi), donated)`: its value
-with field 0, or the value itself, clamped to [lo, hi]; `donated` says the first argument
-may be overwritten) applies the clamp in the same pass. `find_fusions` picks the pairs
-out of an evaluation plan: a clamp whose input is such an op's value (or its field 0)
-that nothing else uses. The interpreter then evaluates the op with the clamp's bounds and
-lets the clamp pass its (already clamped) input through; every other node runs as before,
-so results are the same as unfused.
+Every elementwise op after a convolution is one more pass over a whole activation.
+`find_fusions` picks two patterns out of an evaluation plan (values nothing else uses):
+
+- a clip or relu whose input is the value, or field 0, of an op registered with
+  `FNumpyClamped` (`compute(args, attrs, (lo, hi), donated)`: its value clamped to
+  [lo, hi], in place when `donated`): the op applies the clamp in its own pass, and the
+  clamp passes its input through;
+- field 0 of an op registered with `FNumpyChannelAffine` (`affine(params, attrs)`: its
+  per-channel map, from its arguments after the first, which must be leaves: batch_norm)
+  whose data comes from an op registered with `FNumpyEpilogue` (`compute(args, attrs,
+  affine)`: its value with the map applied, e.g. conv2d): the producer applies the map,
+  and the clamp after it if any, to its output as it writes it; the batch_norm is never
+  evaluated and its field 0 is the producer's value.
+
+Every other node runs as before, and the results are those of the unfused ops.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from engine.ir.attrs import Attrs
-from engine.ir.expr import Call, Expr, TupleGetItem
+from engine.ir.expr import DATAFLOW_KINDS, Call, Expr, TupleGetItem
 from engine.ir.op import Op
 
 Bounds = tuple[float, float]
@@ -30,12 +37,26 @@ CLAMP_BOUNDS: dict[str, Callable[[Attrs], Bounds]] = {
 
 
 @dataclass(frozen=True)
+class Epilogue:
+    """The per-channel map of `affine` (a batch_norm call), then the clamp `bounds` if
+    any, that a producer applies to its output."""
+
+    affine: Call
+    bounds: Bounds | None
+
+
+@dataclass(frozen=True)
 class Fusions:
     """`bounds`: the clamp each fused producer applies; `passed`: the clamps fused into
-    their producer (each passes its input through)."""
+    their producer (each passes its input through); `epilogues`: the map each producer
+    applies; `skipped`: the batch_norms they apply (never evaluated); `forwarded`: each
+    such batch_norm's field 0, and the producer whose value it is."""
 
     bounds: Mapping[Expr, Bounds] = field(default_factory=dict)
     passed: frozenset[Expr] = frozenset()
+    epilogues: Mapping[Expr, Epilogue] = field(default_factory=dict)
+    skipped: frozenset[Expr] = frozenset()
+    forwarded: Mapping[Expr, Expr] = field(default_factory=dict)
 
 
 def _clamp_op(node: Expr) -> str | None:
@@ -58,10 +79,27 @@ def _fusable_producer(clamp: Call, uses: Mapping[Expr, int], planned: Collection
     return producer if uses.get(producer) == 1 and producer in planned else None
 
 
+def _has(node: Expr, attr: str) -> bool:
+    return isinstance(node, Call) and isinstance(node.op, Op) and node.op.get_attr(attr) is not None
+
+
+def _epilogue_producer(field0: TupleGetItem, uses: Mapping[Expr, int],
+                       planned: Collection[Expr]) -> Call | None:
+    """The op that may apply the map of `field0`'s batch_norm: its data's producer, which
+    nothing else uses, when the batch_norm's other arguments are leaves."""
+    affine = field0.tuple_value
+    if field0.index != 0 or not _has(affine, "FNumpyChannelAffine") or uses.get(affine) != 1:
+        return None
+    data, *params = affine.args  # type: ignore[attr-defined]
+    if any(isinstance(p, DATAFLOW_KINDS) for p in params) or not _has(data, "FNumpyEpilogue"):
+        return None
+    return data if uses.get(data) == 1 and data in planned else None
+
+
 def find_fusions(order: Sequence[Expr], uses: Mapping[Expr, int], roots: Collection[Expr]
                  ) -> Fusions:
-    """The clamp fusions in a plan (`order`, with each node's use count); a root is never
-    fused away (its caller reads it)."""
+    """The fusions in a plan (`order`, with each node's use count); a root is never fused
+    away (its caller reads it)."""
     planned = set(order)
     bounds: dict[Expr, Bounds] = {}
     passed: set[Expr] = set()
@@ -73,7 +111,18 @@ def find_fusions(order: Sequence[Expr], uses: Mapping[Expr, int], roots: Collect
         if producer is not None:
             bounds[producer] = CLAMP_BOUNDS[name](node.attrs)  # type: ignore[attr-defined]
             passed.add(node)
-    return Fusions(bounds, frozenset(passed))
+    epilogues: dict[Expr, Epilogue] = {}
+    forwarded: dict[Expr, Expr] = {}
+    for node in order:
+        if not isinstance(node, TupleGetItem) or node in roots:
+            continue
+        producer = _epilogue_producer(node, uses, planned)
+        if producer is not None:
+            affine: Call = node.tuple_value  # type: ignore[assignment]
+            epilogues[producer] = Epilogue(affine, bounds.pop(affine, None))
+            forwarded[node] = producer
+    skipped = frozenset(e.affine for e in epilogues.values())
+    return Fusions(bounds, frozenset(passed), epilogues, skipped, forwarded)
 
 
-__all__ = ["CLAMP_BOUNDS", "Bounds", "Fusions", "find_fusions"]
+__all__ = ["CLAMP_BOUNDS", "Bounds", "Epilogue", "Fusions", "find_fusions"]

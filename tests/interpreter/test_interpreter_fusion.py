@@ -129,3 +129,55 @@ def test_plans_are_cached_per_root_and_let_it_go() -> None:
     del func
     gc.collect()
     assert len(interpreter._PLANS) == count - 1  # the plan does not keep its root alive
+
+
+def _conv_bn_clamp(c: int, size: int, groups: int, mult: int, strides: tuple[int, int],
+                   clamp: str | None) -> relay.Function:
+    """clamp(batch_norm(conv2d(x, w))[0]) + 1."""
+    x = relay.var("x", shape=(1, c, size, size))
+    w = relay.var("w", shape=(c * mult, c // groups, 3, 3))
+    params = [relay.var(name, shape=(c * mult,)) for name in ("g", "b", "m", "v")]
+    conv = relay.nn.conv2d(x, w, strides=strides, padding=(1, 1), groups=groups)
+    bn = relay.nn.batch_norm(conv, *params, epsilon=1e-3)[0]
+    out = {"clip": relay.clip(bn, 0.0, 6.0), "relu": relay.nn.relu(bn), None: bn}[clamp]
+    return relay.Function([x, w, *params], relay.add(out, relay.const(np.float32(1.0))))
+
+
+@pytest.mark.parametrize(("c", "size", "groups", "mult", "strides", "clamp"), [
+    (6, 30, 6, 1, (1, 1), "clip"),  # depthwise, compiled rows
+    (6, 31, 6, 1, (2, 2), "clip"),  # depthwise, compiled rows at stride 2
+    (5, 9, 5, 1, (1, 1), "relu"),  # depthwise, compiled channels-last
+    (3, 9, 3, 2, (1, 1), None),  # depthwise with a multiplier: numpy, then the map
+    (4, 10, 1, 1, (2, 2), "clip"),  # dense: the map in one pass after the matmul
+])
+def test_batch_norm_and_clamp_fused_into_the_conv(c: int, size: int, groups: int, mult: int,
+                                                  strides: tuple[int, int], clamp: str | None,
+                                                  impl: str) -> None:
+    rng = np.random.default_rng(size)
+    func = _conv_bn_clamp(c, size, groups, mult, strides, clamp)
+    order, uses = interpreter._post_order((func.body,), {})
+    fusions = find_fusions(order, uses, (func.body,))
+    (producer,) = fusions.epilogues
+    assert producer.op.name == "nn.conv2d" and len(fusions.skipped) == 1
+    x = (rng.standard_normal((1, c, size, size)) * 3).astype("float32")
+    w = rng.standard_normal((c * mult, c // groups, 3, 3)).astype("float32")
+    bn_params = [rng.random(c * mult).astype("float32") + 0.5 for _ in range(4)]
+    got = evaluate(func, [x, w, *bn_params])
+    conv = relay.nn.conv2d(relay.const(x), relay.const(w), strides=strides, padding=(1, 1),
+                           groups=groups)
+    conv_value = evaluate(relay.Function([], conv), [])  # a root: evaluated alone, unfused
+    bn = _bn_reference(conv_value, *bn_params, eps=1e-3)
+    want = {"clip": np.clip(bn, 0, 6), "relu": np.maximum(bn, 0), None: bn}[clamp] + 1
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_conv_read_twice_keeps_its_batch_norm() -> None:
+    x = relay.var("x", shape=(1, 2, 5, 5))
+    w = relay.var("w", shape=(2, 1, 3, 3))
+    params = [relay.var(name, shape=(2,)) for name in ("g", "b", "m", "v")]
+    conv = relay.nn.conv2d(x, w, padding=(1, 1), groups=2)
+    body = relay.add(relay.clip(relay.nn.batch_norm(conv, *params)[0], 0.0, 6.0), conv)
+    order, uses = interpreter._post_order((body,), {})
+    fusions = find_fusions(order, uses, (body,))
+    assert not fusions.epilogues and not fusions.skipped
+    assert len(fusions.passed) == 1  # the clamp still runs inside batch_norm

@@ -38,21 +38,31 @@ def _copy_plane(pad, plane, top, left):
 
 
 @njit(**_JIT)
-def _row3_s1(o, a, b, c, w):
-    w0, w1, w2, w3, w4, w5, w6, w7, w8 = w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]
-    for k in range(o.shape[0]):
-        o[k] = (a[k] * w0 + a[k + 1] * w1 + a[k + 2] * w2 + b[k] * w3 + b[k + 1] * w4
-                + b[k + 2] * w5 + c[k] * w6 + c[k + 1] * w7 + c[k + 2] * w8)
+def _affine(v, s, b, lo, hi):
+    """The epilogue: `v * s + b` clamped to [lo, hi] as np.clip does (NaN stays NaN)."""
+    v = v * s + b
+    v = lo if v < lo else v
+    return hi if v > hi else v
 
 
 @njit(**_JIT)
-def _row3_s2(o, a0, a1, b0, b1, c0, c1, w):
+def _row3_s1(o, a, b, c, w, s, t, lo, hi):
+    w0, w1, w2, w3, w4, w5, w6, w7, w8 = w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]
+    for k in range(o.shape[0]):
+        o[k] = _affine(a[k] * w0 + a[k + 1] * w1 + a[k + 2] * w2 + b[k] * w3 + b[k + 1] * w4
+                       + b[k + 2] * w5 + c[k] * w6 + c[k + 1] * w7 + c[k + 2] * w8,
+                       s, t, lo, hi)
+
+
+@njit(**_JIT)
+def _row3_s2(o, a0, a1, b0, b1, c0, c1, w, s, t, lo, hi):
     """Stride 2 over rows split by column parity (x0: even columns, x1: odd ones), so every
     load is unit-stride."""
     w0, w1, w2, w3, w4, w5, w6, w7, w8 = w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]
     for k in range(o.shape[0]):
-        o[k] = (a0[k] * w0 + a1[k] * w1 + a0[k + 1] * w2 + b0[k] * w3 + b1[k] * w4
-                + b0[k + 1] * w5 + c0[k] * w6 + c1[k] * w7 + c0[k + 1] * w8)
+        o[k] = _affine(a0[k] * w0 + a1[k] * w1 + a0[k + 1] * w2 + b0[k] * w3 + b1[k] * w4
+                       + b0[k + 1] * w5 + c0[k] * w6 + c1[k] * w7 + c0[k + 1] * w8,
+                       s, t, lo, hi)
 
 
 @njit(**_JIT)
@@ -70,10 +80,11 @@ def _copy_plane_by_parity(pad, plane, top, left):
 
 
 @njit(**_JIT)
-def depthwise_rows3x3(x, w, out, stride, top, left):
+def depthwise_rows3x3(x, w, out, stride, top, left, scale, shift, lo, hi):
     """x (N, C, H, W), w (O, 9) with O = C x multiplier, out (N, O, OH, OW); stride 1 or 2
     on both axes, dilation 1, padding `top`/`left` (bottom/right implied by the shapes).
-    At stride 2 the padded plane is stored split by column parity."""
+    At stride 2 the padded plane is stored split by column parity. Every output is mapped
+    by its channel's `scale` and `shift` and clamped to [lo, hi] (the fused epilogue)."""
     n_, c_, h, wd = x.shape
     oh, ow = out.shape[2], out.shape[3]
     m = out.shape[1] // c_
@@ -88,14 +99,15 @@ def depthwise_rows3x3(x, w, out, stride, top, left):
             else:
                 _copy_plane_by_parity(halves, x[n, c], top, left)
             for o in range(c * m, c * m + m):
-                wk = w[o]
+                wk, s, t = w[o], scale[o], shift[o]
                 for y in range(oh):
                     r = y * stride
                     if stride == 1:
-                        _row3_s1(out[n, o, y], pad[r], pad[r + 1], pad[r + 2], wk)
+                        _row3_s1(out[n, o, y], pad[r], pad[r + 1], pad[r + 2], wk, s, t, lo, hi)
                     else:
                         _row3_s2(out[n, o, y], halves[r, 0], halves[r, 1], halves[r + 1, 0],
-                                 halves[r + 1, 1], halves[r + 2, 0], halves[r + 2, 1], wk)
+                                 halves[r + 1, 1], halves[r + 2, 0], halves[r + 2, 1], wk,
+                                 s, t, lo, hi)
 
 
 @njit(**_JIT)
@@ -105,9 +117,10 @@ def _add_scaled(acc, src, wt):
 
 
 @njit(**_JIT)
-def depthwise_channels_last(x, w, out, sh, sw, dh, dw, top, left):
+def depthwise_channels_last(x, w, out, sh, sw, dh, dw, top, left, scale, shift, lo, hi):
     """x (N, C, H, W), w (KH, KW, C), out (N, C, OH, OW): one input channel per output
-    channel; any kernel size, stride, dilation and (non-negative) padding."""
+    channel; any kernel size, stride, dilation and (non-negative) padding; the epilogue
+    as in `depthwise_rows3x3`."""
     n_, c_, h, wd = x.shape
     kh, kw = w.shape[0], w.shape[1]
     oh, ow = out.shape[2], out.shape[3]
@@ -132,9 +145,9 @@ def depthwise_channels_last(x, w, out, sh, sw, dh, dw, top, left):
                     for j in range(kw):
                         _add_scaled(acc, prow[q * sw + j * dw], w[i, j])
             for c in range(c_):
-                dst = out[n, c, y]
+                dst, s, t = out[n, c, y], scale[c], shift[c]
                 for q in range(ow):
-                    dst[q] = row[q, c]
+                    dst[q] = _affine(row[q, c], s, t, lo, hi)
 
 
 @njit(**_JIT)
@@ -148,6 +161,4 @@ def channel_affine(x, scale, shift, lo, hi, out):
             s, b = scale[c], shift[c]
             src, dst = x[n, c], out[n, c]
             for k in range(src.shape[0]):
-                v = src[k] * s + b
-                v = lo if v < lo else v
-                dst[k] = hi if v > hi else v
+                dst[k] = _affine(src[k], s, b, lo, hi)

@@ -64,10 +64,12 @@ def status() -> str:
 
 
 def depthwise_conv2d(x: np.ndarray, w: np.ndarray, padding: Sequence[int],
-                     strides: Sequence[int], dilation: Sequence[int], oh: int, ow: int
+                     strides: Sequence[int], dilation: Sequence[int], oh: int, ow: int,
+                     epilogue: tuple[np.ndarray, np.ndarray, float, float] | None = None
                      ) -> np.ndarray | None:
     """Depthwise conv of NCHW `x` with an (O, 1, KH, KW) kernel, O = C x multiplier, into a
-    new NCHW array; None when no compiled loop covers the call."""
+    new NCHW array, each output channel then mapped by `epilogue` (scale and shift vectors
+    of O, clamp bounds) when given; None when no compiled loop covers the call."""
     loops = _loops() if os.environ.get(ENV, "1") != "0" else None
     if loops is None or x.dtype not in _DTYPES or w.dtype != x.dtype or min(padding) < 0:
         return None
@@ -77,14 +79,17 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, padding: Sequence[int],
     x = np.ascontiguousarray(x)
     out = np.empty((n, o, oh, ow), x.dtype)
     top, left = int(padding[0]), int(padding[1])
+    scale, shift, lo, hi = epilogue or (np.ones(o), np.zeros(o), -math.inf, math.inf)
+    tail = (scale.astype(x.dtype, copy=False), shift.astype(x.dtype, copy=False),
+            x.dtype.type(lo), x.dtype.type(hi))
     if (kh, kw) == (3, 3) and dilation == (1, 1) and strides in ((1, 1), (2, 2)) \
             and ow >= _ROWS_MIN_WIDTH:
         loops.depthwise_rows3x3(x, np.ascontiguousarray(w.reshape(o, 9)), out,
-                                int(strides[0]), top, left)
+                                int(strides[0]), top, left, *tail)
     elif o == c:
         kernel = np.ascontiguousarray(w.reshape(c, kh, kw).transpose(1, 2, 0))
         loops.depthwise_channels_last(x, kernel, out, int(strides[0]), int(strides[1]),
-                                      int(dilation[0]), int(dilation[1]), top, left)
+                                      int(dilation[0]), int(dilation[1]), top, left, *tail)
     else:
         return None
     return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,7 +18,7 @@ from engine.relay.op._typing import (
     tensor_arg,
 )
 from engine.relay.op.indexing import TupleWrapper
-from engine.relay.op.nn import compiled_kernels
+from engine.relay.op.nn.epilogue import ChannelAffine
 from engine.relay.op.op import (
     ELEMWISE,
     OPAQUE,
@@ -55,37 +54,31 @@ def _channel_shape(ndim: int, axis: int, size: int) -> list[int]:
     return shape
 
 
-def _batch_norm_affine(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, np.ndarray]:
-    """(scale, shift) broadcasting over the data, in its dtype: `data * scale + shift`."""
-    data, gamma, beta, mean, var = xs
-    shape = _channel_shape(data.ndim, int(attrs.axis), data.shape[int(attrs.axis)])
+def batch_norm_affine(params: list[np.ndarray], attrs: Attrs, dtype: np.dtype | None = None
+                      ) -> ChannelAffine:
+    """Inference batch_norm as a per-channel map, from gamma, beta, mean and var, with
+    vectors in `dtype` (the data's; default: the parameters')."""
+    gamma, beta, mean, var = params
     scale = 1.0 / np.sqrt(var + np.asarray(attrs.epsilon, var.dtype))
     if attrs.get("scale", True):
         scale = scale * gamma
     shift = -mean * scale
     if attrs.get("center", True):
         shift = shift + beta
-    return (scale.reshape(shape).astype(data.dtype, copy=False),
-            shift.reshape(shape).astype(data.dtype, copy=False))
+    dtype = dtype or scale.dtype
+    return ChannelAffine(scale.astype(dtype, copy=False), shift.astype(dtype, copy=False),
+                         int(attrs.axis))
 
 
 def _batch_norm_into(xs: list[np.ndarray], attrs: Attrs, out: np.ndarray | None,
                      clamp: tuple[float, float] | None = None) -> tuple[np.ndarray, ...]:
-    """The batch_norm tuple, its data written into `out` (a new array when None) and, for
-    float data, clamped to `clamp`: one compiled pass where `compiled_kernels` covers it,
-    else a multiply, an add (and a clip)."""
+    """The batch_norm tuple, its data written into `out` (a new array when None) and
+    clamped to `clamp` (float data)."""
     data = xs[0]
-    scale, shift = _batch_norm_affine(xs, attrs)
+    affine = batch_norm_affine(xs[1:], attrs, data.dtype).clamped(clamp)
     if out is None:
-        out = np.empty(data.shape, np.result_type(data, scale))
-    bounds = clamp or (-math.inf, math.inf)
-    if not compiled_kernels.channel_affine(data, scale.reshape(-1), shift.reshape(-1),
-                                           int(attrs.axis), out, bounds):
-        np.multiply(data, scale, out=out)
-        out += shift  # in place: one pass less over the data
-        if clamp is not None:
-            np.clip(out, *clamp, out=out)
-    return out, xs[3], xs[4]
+        out = np.empty(data.shape, data.dtype)
+    return affine.apply(data, out), xs[3], xs[4]
 
 
 def _batch_norm_compute(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
@@ -101,11 +94,9 @@ def _batch_norm_inplace(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray,
 def _batch_norm_clamped(xs: list[np.ndarray], attrs: Attrs, clamp: tuple[float, float],
                         donated: bool) -> tuple[np.ndarray, ...]:
     """batch_norm with the clip or relu after it (the interpreter's fusion): field 0
-    clamped to `clamp`, in place when `donated`."""
-    if xs[0].dtype.kind == "f":
-        return _batch_norm_into(xs, attrs, xs[0] if donated else None, clamp)
-    out, mean, var = _batch_norm_compute(xs, attrs)  # integers: as clip computes them
-    return np.clip(out, *clamp).astype(out.dtype, copy=False), mean, var
+    clamped to `clamp`, in place when `donated` (and float)."""
+    in_place = donated and xs[0].dtype.kind == "f"
+    return _batch_norm_into(xs, attrs, xs[0] if in_place else None, clamp)
 
 
 define_op("nn.batch_norm", ("data", "gamma", "beta", "moving_mean", "moving_var"),
@@ -113,6 +104,7 @@ define_op("nn.batch_norm", ("data", "gamma", "beta", "moving_mean", "moving_var"
           attrs_type_key="relay.attrs.BatchNormAttrs")
 register_inplace("nn.batch_norm", _batch_norm_inplace)
 register_op_attr("nn.batch_norm", "FNumpyClamped", _batch_norm_clamped)
+register_op_attr("nn.batch_norm", "FNumpyChannelAffine", batch_norm_affine)
 
 
 def batch_norm(data: Expr, gamma: Expr, beta: Expr, moving_mean: Expr, moving_var: Expr,
