@@ -14,7 +14,9 @@ is written): a call in tail position (the last thing a function body does, throu
 lets and if branches) replaces the running call instead of nesting in it, so a
 loop of any trip count runs in constant Python stack. An `if` branch sees the
 dataflow values its scope has computed (it reads a value it captures, it does not
-compute it again).
+compute it again). A batch_norm, and a clip or relu after it, run inside the op before
+them where that op can apply them (`interpreter_fusion`), and the evaluation order of a
+function is planned once and reused when it is evaluated again.
 """
 
 from __future__ import annotations
@@ -112,8 +114,8 @@ def _post_order(roots: Sequence[Expr], env: Env) -> tuple[list[Expr], dict[Expr,
 
 @dataclass(frozen=True)
 class _Plan:
-    """How to evaluate dataflow roots: nodes children first, each node's use count, and the
-    clamps fused into the op before them."""
+    """How to evaluate dataflow roots: nodes children first, each node's use count, and
+    what is fused (`interpreter_fusion`)."""
 
     order: list[Expr]
     uses: dict[Expr, int]
