@@ -59,13 +59,10 @@ def batch_norm_affine(params: list[np.ndarray], attrs: Attrs, dtype: np.dtype | 
     """Inference batch_norm as a per-channel map, from gamma, beta, mean and var, with
     vectors in `dtype` (the data's; default: the parameters')."""
     gamma, beta, mean, var = params
-    scale = 1.0 / np.sqrt(var + np.asarray(attrs.epsilon, var.dtype))
-    if attrs.get("scale", True):
-        scale = scale * gamma
-    shift = -mean * scale
-    if attrs.get("center", True):
-        shift = shift + beta
-    dtype = dtype or scale.dtype
+    root = np.sqrt(var + var.dtype.type(attrs.epsilon))  # a scalar: np.asarray costs more
+    scale = gamma / root if attrs.get("scale", True) else 1.0 / root
+    shift = beta - mean * scale if attrs.get("center", True) else -mean * scale
+    dtype = scale.dtype if dtype is None else dtype
     return ChannelAffine(scale.astype(dtype, copy=False), shift.astype(dtype, copy=False),
                          int(attrs.axis))
 
