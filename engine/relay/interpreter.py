@@ -128,6 +128,11 @@ evaluations whose environment holds no dataflow value (then the plan depends on 
 alone): a model evaluated again skips the walk over its graph."""
 
 
+_CONSTANT_MAPS: weakref.WeakKeyDictionary[Expr, Any] = weakref.WeakKeyDictionary()
+"""The map of a fused batch_norm whose parameters are constants, by its call (both are
+immutable): a model evaluated again does not recompute it."""
+
+
 def _plan(roots: Sequence[Expr], env: Env) -> _Plan:
     """The plan of `roots` under `env`, from `_PLANS` when it may be."""
     if len(roots) != 1 or not isinstance(roots[0], DATAFLOW_KINDS) \
@@ -287,10 +292,8 @@ class Interpreter:
         """The op's value with the map of the batch_norm after it (and the clamp after that)
         applied by its `FNumpyEpilogue`."""
         op: Op = call.op  # type: ignore[assignment]
-        affine_op: Op = epilogue.affine.op  # type: ignore[assignment]
-        params = [self._eval_leaf(p, env) for p in epilogue.affine.args[1:]]
         try:
-            affine = affine_op.get_attr("FNumpyChannelAffine")(params, epilogue.affine.attrs)
+            affine = self._channel_affine(epilogue.affine, env)
             if epilogue.bounds is not None:
                 affine = affine.clamped(epilogue.bounds)
             return op.get_attr("FNumpyEpilogue")(args, call.attrs, affine)
@@ -298,6 +301,19 @@ class Interpreter:
             raise
         except Exception as err:
             raise _op_error(call, args, err) from err
+
+    def _channel_affine(self, call: Call, env: Env) -> Any:
+        """The per-channel map of `call` (a batch_norm) from its leaf arguments after the
+        first; kept in `_CONSTANT_MAPS` when they are all constants."""
+        affine = _CONSTANT_MAPS.get(call)
+        if affine is not None:
+            return affine
+        op: Op = call.op  # type: ignore[assignment]
+        params = [self._eval_leaf(p, env) for p in call.args[1:]]
+        affine = op.get_attr("FNumpyChannelAffine")(params, call.attrs)
+        if all(isinstance(p, Constant) for p in call.args[1:]):
+            _CONSTANT_MAPS[call] = affine
+        return affine
 
     # --- everything else --------------------------------------------------------------------
     def _eval_leaf(self, expr: Expr, env: Env) -> Value:

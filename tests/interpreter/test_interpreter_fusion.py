@@ -181,3 +181,21 @@ def test_a_conv_read_twice_keeps_its_batch_norm() -> None:
     fusions = find_fusions(order, uses, (body,))
     assert not fusions.epilogues and not fusions.skipped
     assert len(fusions.passed) == 1  # the clamp still runs inside batch_norm
+
+
+def test_a_constant_batch_norm_map_is_computed_once(impl: str) -> None:
+    rng = np.random.default_rng(5)
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    w = relay.const(rng.standard_normal((3, 1, 3, 3)).astype("float32"))
+    values = [rng.random(3).astype("float32") + 0.5 for _ in range(4)]
+    bn = relay.nn.batch_norm(relay.nn.conv2d(x, w, padding=(1, 1), groups=3),
+                             *(relay.const(v) for v in values))
+    func = relay.Function([x], relay.add(relay.nn.relu(bn[0]), relay.const(np.float32(0.0))))
+    data = rng.standard_normal((1, 3, 8, 8)).astype("float32")
+    first = evaluate(func, [data])
+    assert bn.astuple() in interpreter._CONSTANT_MAPS
+    np.testing.assert_array_equal(evaluate(func, [data]), first)
+    conv = evaluate(relay.Function([], relay.nn.conv2d(relay.const(data), w, padding=(1, 1),
+                                                       groups=3)), [])
+    np.testing.assert_allclose(first, np.maximum(_bn_reference(conv, *values, eps=1e-5), 0),
+                               rtol=1e-5, atol=1e-5)
