@@ -122,3 +122,26 @@ def test_compiled_loops_on_strided_views(dtype: str, impl: str) -> None:
         assert got.dtype == np.dtype(dtype)
         np.testing.assert_allclose(got, reference(x, w, strides, (1, 1, 1, 1), (1, 1)),
                                    rtol=1e-5, atol=1e-4)
+
+
+def test_warm_up_compiles_every_signature_the_calls_use(impl: str) -> None:
+    """Read-only data and kernels (a constant's), strided vectors, both dtypes: after
+    `warm_up` no call compiles a loop again (a user's first model pays no compile)."""
+    if impl != "compiled":
+        pytest.skip("numpy's loops compile nothing")
+    from engine.relay.op.nn import _jit_loops as loops
+
+    compiled_kernels.warm_up()
+    kernels = (loops.depthwise_rows3x3, loops.depthwise_channels_last, loops.channel_affine)
+    before = [set(k.signatures) for k in kernels]
+    rng = np.random.default_rng(0)
+    for dtype, size, strides in (("float32", 40, (1, 1)), ("float64", 41, (2, 2)),
+                                 ("float32", 6, (2, 1))):
+        x = rng.standard_normal((1, 3, size, size)).astype(dtype)
+        w = rng.standard_normal((3, 1, 3, 3)).astype(dtype)
+        x.flags.writeable = w.flags.writeable = False
+        conv2d_nchw(x, w, strides, (1, 1, 1, 1), (1, 1), groups=3)
+        vec = rng.standard_normal(6).astype(dtype)[::2]
+        out = np.empty_like(x)
+        assert compiled_kernels.channel_affine(x, vec, vec, 1, out)
+    assert [set(k.signatures) for k in kernels] == before

@@ -63,6 +63,17 @@ def status() -> str:
     return f"compiled (numba {numba.__version__})"
 
 
+def _writable(x: np.ndarray) -> np.ndarray:
+    """`x` C-contiguous and writable: numba compiles a loop again for read-only arrays (a
+    constant's), which `warm_up` does not cover."""
+    return x if x.flags.c_contiguous and x.flags.writeable else np.array(x, order="C")
+
+
+def _vector(v: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A per-channel vector as the loops take it: contiguous, writable, in `dtype`."""
+    return _writable(np.asarray(v, dtype).reshape(-1))
+
+
 def depthwise_conv2d(x: np.ndarray, w: np.ndarray, padding: Sequence[int],
                      strides: Sequence[int], dilation: Sequence[int], oh: int, ow: int,
                      epilogue: tuple[np.ndarray, np.ndarray, float, float] | None = None
@@ -76,15 +87,15 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, padding: Sequence[int],
     n, c = x.shape[:2]
     o, _, kh, kw = w.shape
     strides, dilation = tuple(strides), tuple(dilation)
-    x = np.ascontiguousarray(x)
+    x = _writable(x)
     out = np.empty((n, o, oh, ow), x.dtype)
     top, left = int(padding[0]), int(padding[1])
     scale, shift, lo, hi = epilogue or (np.ones(o), np.zeros(o), -math.inf, math.inf)
-    tail = (scale.astype(x.dtype, copy=False), shift.astype(x.dtype, copy=False),
-            x.dtype.type(lo), x.dtype.type(hi))
+    tail = (_vector(scale, x.dtype), _vector(shift, x.dtype), x.dtype.type(lo),
+            x.dtype.type(hi))
     if (kh, kw) == (3, 3) and dilation == (1, 1) and strides in ((1, 1), (2, 2)) \
             and ow >= _ROWS_MIN_WIDTH:
-        loops.depthwise_rows3x3(x, np.ascontiguousarray(w.reshape(o, 9)), out,
+        loops.depthwise_rows3x3(x, np.array(w.reshape(o, 9), order="C"), out,
                                 int(strides[0]), top, left, *tail)
     elif o == c:
         kernel = np.ascontiguousarray(w.reshape(c, kh, kw).transpose(1, 2, 0))
@@ -102,12 +113,13 @@ def channel_affine(x: np.ndarray, scale: np.ndarray, shift: np.ndarray, axis: in
     of `x` (`out` may be `x`); False, writing nothing, when no compiled loop covers it."""
     loops = _loops() if os.environ.get(ENV, "1") != "0" else None
     if loops is None or x.dtype not in _DTYPES or out.dtype != x.dtype \
-            or not (x.flags.c_contiguous and out.flags.c_contiguous):
+            or not (x.flags.c_contiguous and out.flags.c_contiguous and out.flags.writeable):
         return False
+    x = _writable(x)
     axis %= x.ndim
     shape = (math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]))
-    loops.channel_affine(x.reshape(shape), scale.astype(x.dtype, copy=False),
-                         shift.astype(x.dtype, copy=False), x.dtype.type(bounds[0]),
+    loops.channel_affine(x.reshape(shape), _vector(scale, x.dtype), _vector(shift, x.dtype),
+                         x.dtype.type(bounds[0]),
                          x.dtype.type(bounds[1]),
                          out.reshape(shape))
     return True
@@ -125,6 +137,6 @@ def warm_up() -> float:
             x = np.ones((1, 2, plane, plane), dtype)
             out = (plane - 1) // stride + 1  # 3x3, padding 1
             depthwise_conv2d(x, w, (1, 1, 1, 1), (stride, stride), (1, 1), out, out)
-        channel_affine(w, w[:, 0, 0, 0], w[:, 0, 0, 1], 0, w)
+        channel_affine(w, np.ones(2, dtype), np.zeros(2, dtype), 0, w)
     return time.perf_counter() - start
 
