@@ -42,14 +42,13 @@ from engine.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
-    operands,
 )
 from engine.ir.module import IRModule
 from engine.ir.op import Op
 from engine.ir.type import TupleType, Type
 from engine.relay.analysis import free_vars
-from engine.relay.expr_functor import post_order
-from engine.relay.interpreter_fusion import Bounds, Epilogue, Fusions, find_fusions
+from engine.relay.interpreter_fusion import Bounds, Epilogue
+from engine.relay.interpreter_plan import plan_for
 from engine.runtime.ndarray import NDArray
 
 Value = Any  # np.ndarray | tuple[Value, ...] | Closure
@@ -83,73 +82,9 @@ def _span_text(expr: Expr) -> str:
     return f" (span: {', '.join(names)})" if names else ""
 
 
-def _dataflow_operands(node: Expr) -> tuple[Expr, ...]:
-    """The operands evaluated in the dataflow order (a callee is evaluated by the call)."""
-    return tuple(kid for kid in operands(node) if isinstance(kid, DATAFLOW_KINDS))
-
-
-def _post_order(roots: Sequence[Expr], env: Env) -> tuple[list[Expr], dict[Expr, int]]:
-    """Dataflow nodes under `roots` (children first, each once; a node `env` already holds
-    is a leaf) and how many consumers each has (a root counts as one more)."""
-    roots = [root for root in roots if isinstance(root, DATAFLOW_KINDS)]
-    order: list[Expr] = []
-    seen: set[Expr] = set()
-
-    def kids(node: Expr) -> Sequence[Expr]:
-        return () if node in env or node in seen else _dataflow_operands(node)
-
-    for root in roots:
-        for node in post_order(root, kids):
-            if node not in seen:
-                seen.add(node)
-                order.append(node)
-    uses: dict[Expr, int] = dict.fromkeys(roots, 0)
-    for node in roots:
-        uses[node] += 1
-    for node in order:
-        for kid in () if node in env else _dataflow_operands(node):
-            uses[kid] = uses.get(kid, 0) + 1
-    return order, uses
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """How to evaluate dataflow roots: nodes children first, each node's use count, and
-    what is fused (`interpreter_fusion`)."""
-
-    order: list[Expr]
-    uses: dict[Expr, int]
-    fusions: Fusions
-
-
-_PLANS: weakref.WeakKeyDictionary[Expr, _Plan] = weakref.WeakKeyDictionary()
-"""The plan of one root, less the root itself (so the key stays collectable), for
-evaluations whose environment holds no dataflow value (then the plan depends on the root
-alone): a model evaluated again skips the walk over its graph."""
-
-
 _CONSTANT_MAPS: weakref.WeakKeyDictionary[Expr, Any] = weakref.WeakKeyDictionary()
 """The map of a fused batch_norm whose parameters are constants, by its call (both are
 immutable): a model evaluated again does not recompute it."""
-
-
-def _plan(roots: Sequence[Expr], env: Env) -> _Plan:
-    """The plan of `roots` under `env`, from `_PLANS` when it may be."""
-    if len(roots) != 1 or not isinstance(roots[0], DATAFLOW_KINDS) \
-            or any(isinstance(key, DATAFLOW_KINDS) for key in env):
-        order, uses = _post_order(roots, env)
-        computed = [node for node in order if node not in env]
-        return _Plan(order, uses, find_fusions(computed, uses, roots))
-    root = roots[0]
-    cached = _PLANS.get(root)
-    if cached is None:
-        order, uses = _post_order(roots, env)
-        fusions = find_fusions(order, uses, roots)
-        cached = _Plan(order[:-1], {node: n for node, n in uses.items() if node is not root},
-                       fusions)
-        _PLANS[root] = cached
-    # a root's one use is its caller's
-    return _Plan([*cached.order, root], {**cached.uses, root: 1}, cached.fusions)
 
 
 class Interpreter:
@@ -210,7 +145,7 @@ class Interpreter:
 
     # --- dataflow ---------------------------------------------------------------------------
     def _eval_dataflow(self, roots: Sequence[Expr], env: Env) -> list[Value]:
-        plan = _plan(roots, env)
+        plan = plan_for(roots, env)
         uses, fusions = plan.uses, plan.fusions
         values: dict[Expr, Value] = {}
 

@@ -12,7 +12,7 @@ import pytest
 
 from engine import relay
 from engine.ir.expr import Call
-from engine.relay import interpreter
+from engine.relay import interpreter, interpreter_plan
 from engine.relay.interpreter import evaluate
 from engine.relay.interpreter_fusion import find_fusions
 from engine.relay.op.nn import compiled_kernels
@@ -77,7 +77,7 @@ def test_fused_clamp_matches_the_unfused_ops(clamp: str, shape: tuple[int, ...],
 
 def test_the_plan_fuses_exactly_the_clamp_after_batch_norm() -> None:
     func = _bn_clamp("clip", (1, 2, 3, 3))
-    order, uses = interpreter._post_order((func.body,), {})
+    order, uses = interpreter_plan.post_order_uses((func.body,), {})
     fusions = find_fusions(order, uses, (func.body,))
     (producer,) = fusions.bounds
     (passed,) = fusions.passed
@@ -91,10 +91,10 @@ def test_a_batch_norm_read_twice_or_at_the_root_is_not_fused(impl: str) -> None:
     params = [relay.var(name, shape=(3,)) for name in ("g", "b", "m", "v")]
     bn = relay.nn.batch_norm(x, *params)[0]
     twice = relay.Function([x, *params], relay.add(relay.clip(bn, 0.0, 1.0), bn))
-    order, uses = interpreter._post_order((twice.body,), {})
+    order, uses = interpreter_plan.post_order_uses((twice.body,), {})
     assert not find_fusions(order, uses, (twice.body,)).passed
     at_root = relay.Function([x, *params], relay.clip(bn, 0.0, 1.0))
-    order, uses = interpreter._post_order((at_root.body,), {})
+    order, uses = interpreter_plan.post_order_uses((at_root.body,), {})
     assert not find_fusions(order, uses, (at_root.body,)).passed
     args = _bn_args(np.random.default_rng(1), (1, 3, 4, 4))
     bn_value = _bn_reference(*args, eps=1e-5)
@@ -123,12 +123,12 @@ def test_plans_are_cached_per_root_and_let_it_go() -> None:
     func = _bn_clamp("clip", (1, 2, 3, 3))
     args = _bn_args(np.random.default_rng(2), (1, 2, 3, 3))
     first = evaluate(func, args)
-    assert func.body in interpreter._PLANS
+    assert func.body in interpreter_plan.PLANS
     np.testing.assert_array_equal(evaluate(func, args), first)
-    count = len(interpreter._PLANS)
+    count = len(interpreter_plan.PLANS)
     del func
     gc.collect()
-    assert len(interpreter._PLANS) == count - 1  # the plan does not keep its root alive
+    assert len(interpreter_plan.PLANS) == count - 1  # the plan does not keep its root alive
 
 
 def _conv_bn_clamp(c: int, size: int, groups: int, mult: int, strides: tuple[int, int],
@@ -155,7 +155,7 @@ def test_batch_norm_and_clamp_fused_into_the_conv(c: int, size: int, groups: int
                                                   impl: str) -> None:
     rng = np.random.default_rng(size)
     func = _conv_bn_clamp(c, size, groups, mult, strides, clamp)
-    order, uses = interpreter._post_order((func.body,), {})
+    order, uses = interpreter_plan.post_order_uses((func.body,), {})
     fusions = find_fusions(order, uses, (func.body,))
     (producer,) = fusions.epilogues
     assert producer.op.name == "nn.conv2d" and len(fusions.skipped) == 1
@@ -177,7 +177,7 @@ def test_a_conv_read_twice_keeps_its_batch_norm() -> None:
     params = [relay.var(name, shape=(2,)) for name in ("g", "b", "m", "v")]
     conv = relay.nn.conv2d(x, w, padding=(1, 1), groups=2)
     body = relay.add(relay.clip(relay.nn.batch_norm(conv, *params)[0], 0.0, 6.0), conv)
-    order, uses = interpreter._post_order((body,), {})
+    order, uses = interpreter_plan.post_order_uses((body,), {})
     fusions = find_fusions(order, uses, (body,))
     assert not fusions.epilogues and not fusions.skipped
     assert len(fusions.passed) == 1  # the clamp still runs inside batch_norm
