@@ -224,11 +224,11 @@ class Interpreter:
 
     def _run_epilogue(self, call: Call, args: list[Value], epilogue: Epilogue, env: Env
                       ) -> Value:
-        """The op's value with the map of the batch_norm after it (and the clamp after that)
-        applied by its `FNumpyEpilogue`."""
+        """The op's value with the map after it (a batch_norm's, an add's) and the clamp
+        after that applied by its `FNumpyEpilogue`."""
         op: Op = call.op  # type: ignore[assignment]
         try:
-            affine = self._channel_affine(epilogue.affine, env)
+            affine = self._channel_affine(epilogue.affine, epilogue.data_index, env)
             if epilogue.bounds is not None:
                 affine = affine.clamped(epilogue.bounds)
             return op.get_attr("FNumpyEpilogue")(args, call.attrs, affine)
@@ -237,16 +237,17 @@ class Interpreter:
         except Exception as err:
             raise _op_error(call, args, err) from err
 
-    def _channel_affine(self, call: Call, env: Env) -> Any:
-        """The per-channel map of `call` (a batch_norm) from its leaf arguments after the
-        first; kept in `_CONSTANT_MAPS` when they are all constants."""
+    def _channel_affine(self, call: Call, data_index: int, env: Env) -> Any:
+        """The per-channel map of `call` (a batch_norm, an add) from its leaf arguments
+        other than the data; kept in `_CONSTANT_MAPS` when they are all constants."""
         affine = _CONSTANT_MAPS.get(call)
         if affine is not None:
             return affine
         op: Op = call.op  # type: ignore[assignment]
-        params = [self._eval_leaf(p, env) for p in call.args[1:]]
-        affine = op.get_attr("FNumpyChannelAffine")(params, call.attrs)
-        if all(isinstance(p, Constant) for p in call.args[1:]):
+        leaves = [a for k, a in enumerate(call.args) if k != data_index]
+        affine = op.get_attr("FNumpyChannelAffine")([self._eval_leaf(p, env) for p in leaves],
+                                                    call.attrs)
+        if all(isinstance(p, Constant) for p in leaves):
             _CONSTANT_MAPS[call] = affine
         return affine
 

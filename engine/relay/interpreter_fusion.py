@@ -7,12 +7,14 @@ Every elementwise op after a convolution is one more pass over a whole activatio
   `FNumpyClamped` (`compute(args, attrs, (lo, hi), donated)`: its value clamped to
   [lo, hi], in place when `donated`): the op applies the clamp in its own pass, and the
   clamp passes its input through;
-- field 0 of an op registered with `FNumpyChannelAffine` (`affine(params, attrs)`: its
-  per-channel map, from its arguments after the first, which must be leaves: batch_norm)
+- an op registered with `FNumpyChannelAffine` (`affine(params, attrs)`: its per-channel
+  map, from its arguments other than the data, which must be leaves), or its field 0,
+  when `FChannelAffineFusable(call, data_index, via_field0)` agrees (batch_norm through
+  field 0; add of a per-channel constant, what FoldScaleAxis leaves of a batch_norm),
   whose data comes from an op registered with `FNumpyEpilogue` (`compute(args, attrs,
   affine)`: its value with the map applied, e.g. conv2d): the producer applies the map,
-  and the clamp after it if any, to its output as it writes it; the batch_norm is never
-  evaluated and its field 0 is the producer's value.
+  and a clamp after it if any, to its output as it writes it; a batch_norm is then never
+  evaluated, and the map's value is the producer's.
 
 Every other node runs as before, and the results are those of the unfused ops.
 """
@@ -38,10 +40,12 @@ CLAMP_BOUNDS: dict[str, Callable[[Attrs], Bounds]] = {
 
 @dataclass(frozen=True)
 class Epilogue:
-    """The per-channel map of `affine` (a batch_norm call), then the clamp `bounds` if
-    any, that a producer applies to its output."""
+    """The per-channel map of `affine` (a batch_norm, or an add of a per-channel
+    constant), whose data is its argument `data_index`, then the clamp `bounds` if any,
+    that a producer applies to its output."""
 
     affine: Call
+    data_index: int
     bounds: Bounds | None
 
 
@@ -83,46 +87,68 @@ def _has(node: Expr, attr: str) -> bool:
     return isinstance(node, Call) and isinstance(node.op, Op) and node.op.get_attr(attr) is not None
 
 
-def _epilogue_producer(field0: TupleGetItem, uses: Mapping[Expr, int],
-                       planned: Collection[Expr]) -> Call | None:
-    """The op that may apply the map of `field0`'s batch_norm: its data's producer, which
-    nothing else uses, when the batch_norm's other arguments are leaves."""
-    affine = field0.tuple_value
-    if field0.index != 0 or not _has(affine, "FNumpyChannelAffine") or uses.get(affine) != 1:
+def _epilogue_producer(node: Expr, uses: Mapping[Expr, int], planned: Collection[Expr]
+                       ) -> tuple[Call, Call, int] | None:
+    """(producer, map op, data index) when `node`'s value may be the producer's output
+    with the map applied: `node` is a map op's value, or field 0 of one, the op says the
+    call maps its data (`FChannelAffineFusable`), its other arguments are leaves, and the
+    data's producer can apply the map and has no other use."""
+    via_field0 = isinstance(node, TupleGetItem)
+    if isinstance(node, TupleGetItem) and node.index != 0:
         return None
-    data, *params = affine.args  # type: ignore[attr-defined]
-    if any(isinstance(p, DATAFLOW_KINDS) for p in params) or not _has(data, "FNumpyEpilogue"):
+    affine = node.tuple_value if isinstance(node, TupleGetItem) else node
+    if not (isinstance(affine, Call) and isinstance(affine.op, Op)) \
+            or affine.op.get_attr("FNumpyChannelAffine") is None \
+            or (via_field0 and uses.get(affine) != 1):
         return None
-    return data if uses.get(data) == 1 and data in planned else None
+    fusable = affine.op.get_attr("FChannelAffineFusable")
+    for index, data in enumerate(affine.args):
+        params = [a for k, a in enumerate(affine.args) if k != index]
+        if not (isinstance(data, Call) and _has(data, "FNumpyEpilogue")) \
+                or uses.get(data) != 1 or data not in planned \
+                or any(isinstance(p, DATAFLOW_KINDS) for p in params):
+            continue
+        if fusable is not None and fusable(affine, index, via_field0):
+            return data, affine, index
+    return None
 
 
 def find_fusions(order: Sequence[Expr], uses: Mapping[Expr, int], roots: Collection[Expr]
                  ) -> Fusions:
     """The fusions in a plan (`order`, with each node's use count); a root is never fused
-    away (its caller reads it)."""
+    away (its caller reads it). Maps first, then clamps: a clamp after a fused map joins
+    it; one after a batch_norm left alone runs in batch_norm's pass."""
     planned = set(order)
+    epilogues: dict[Expr, Epilogue] = {}
+    forwarded: dict[Expr, Expr] = {}
+    skipped: set[Expr] = set()
+    for node in order:
+        match = None if node in roots else _epilogue_producer(node, uses, planned)
+        if match is not None:
+            producer, affine, index = match
+            epilogues[producer] = Epilogue(affine, index, None)
+            forwarded[node] = producer
+            if affine is not node:
+                skipped.add(affine)
     bounds: dict[Expr, Bounds] = {}
     passed: set[Expr] = set()
     for node in order:
         name = _clamp_op(node)
         if name is None or node in roots:
             continue
-        producer = _fusable_producer(node, uses, planned)  # type: ignore[arg-type]
-        if producer is not None:
-            bounds[producer] = CLAMP_BOUNDS[name](node.attrs)  # type: ignore[attr-defined]
-            passed.add(node)
-    epilogues: dict[Expr, Epilogue] = {}
-    forwarded: dict[Expr, Expr] = {}
-    for node in order:
-        if not isinstance(node, TupleGetItem) or node in roots:
+        clamp = CLAMP_BOUNDS[name](node.attrs)  # type: ignore[attr-defined]
+        arg = node.args[0]  # type: ignore[attr-defined]
+        if arg in forwarded:
+            if uses.get(arg) == 1 and epilogues[forwarded[arg]].bounds is None:
+                epilogue = epilogues[forwarded[arg]]
+                epilogues[forwarded[arg]] = Epilogue(epilogue.affine, epilogue.data_index, clamp)
+                passed.add(node)
             continue
-        producer = _epilogue_producer(node, uses, planned)
-        if producer is not None:
-            affine: Call = node.tuple_value  # type: ignore[assignment]
-            epilogues[producer] = Epilogue(affine, bounds.pop(affine, None))
-            forwarded[node] = producer
-    skipped = frozenset(e.affine for e in epilogues.values())
-    return Fusions(bounds, frozenset(passed), epilogues, skipped, forwarded)
+        clamped = _fusable_producer(node, uses, planned)  # type: ignore[arg-type]
+        if clamped is not None:
+            bounds[clamped] = clamp
+            passed.add(node)
+    return Fusions(bounds, frozenset(passed), epilogues, frozenset(skipped), forwarded)
 
 
 __all__ = ["CLAMP_BOUNDS", "Bounds", "Epilogue", "Fusions", "find_fusions"]

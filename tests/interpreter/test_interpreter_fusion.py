@@ -12,6 +12,7 @@ import pytest
 
 from engine import relay
 from engine.ir.expr import Call
+from engine.ir.module import IRModule
 from engine.relay import interpreter, interpreter_plan
 from engine.relay.interpreter import evaluate
 from engine.relay.interpreter_fusion import find_fusions
@@ -199,3 +200,36 @@ def test_a_constant_batch_norm_map_is_computed_once(impl: str) -> None:
                                                        groups=3)), [])
     np.testing.assert_allclose(first, np.maximum(_bn_reference(conv, *values, eps=1e-5), 0),
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("groups", "bias_shape", "swap", "fused"), [
+    (4, (4, 1, 1), False, True),  # FoldScaleAxis's form: conv + per-channel constant
+    (1, (4, 1, 1), True, True),  # constant first, dense conv
+    (4, (1, 1, 6), False, True),  # along the width: a map too (after the matmul)
+    (4, (2, 4, 1, 1), False, False),  # not along one axis
+    (4, (1, 1, 4, 1, 1), False, False),  # would add an axis
+])
+def test_an_added_channel_constant_and_clamp_fused_into_the_conv(
+        groups: int, bias_shape: tuple[int, ...], swap: bool, fused: bool, impl: str) -> None:
+    from engine.relay import transform
+
+    rng = np.random.default_rng(9)
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    w = relay.const(rng.standard_normal((4, 4 // groups, 3, 3)).astype("float32"))
+    bias = rng.standard_normal(bias_shape).astype("float32")
+    conv = relay.nn.conv2d(x, w, padding=(1, 1), groups=groups)
+    summed = relay.add(relay.const(bias), conv) if swap else relay.add(conv, relay.const(bias))
+    body = relay.add(relay.clip(summed, 0.0, 1.0), relay.const(np.float32(1.0)))
+    mod = transform.InferType()(IRModule.from_expr(relay.Function([x], body)))
+    func = mod["main"]
+    order, uses = interpreter_plan.post_order_uses((func.body,), {})
+    fusions = find_fusions(order, uses, (func.body,))
+    assert bool(fusions.epilogues) == fused
+    if fused:
+        (epilogue,) = fusions.epilogues.values()
+        assert epilogue.bounds == (0.0, 1.0) and len(fusions.passed) == 1
+    data = rng.standard_normal((1, 4, 6, 6)).astype("float32")
+    conv_value = evaluate(relay.Function([], relay.nn.conv2d(relay.const(data), w, padding=(1, 1),
+                                                             groups=groups)), [])
+    want = np.clip(conv_value + bias, 0, 1) + 1
+    np.testing.assert_allclose(evaluate(func, [data]), want, rtol=1e-5, atol=1e-5)

@@ -102,6 +102,8 @@ define_op("nn.batch_norm", ("data", "gamma", "beta", "moving_mean", "moving_var"
 register_inplace("nn.batch_norm", _batch_norm_inplace)
 register_op_attr("nn.batch_norm", "FNumpyClamped", _batch_norm_clamped)
 register_op_attr("nn.batch_norm", "FNumpyChannelAffine", batch_norm_affine)
+register_op_attr("nn.batch_norm", "FChannelAffineFusable",
+                 lambda call, data_index, via_field0: via_field0 and data_index == 0)
 
 
 def batch_norm(data: Expr, gamma: Expr, beta: Expr, moving_mean: Expr, moving_var: Expr,
