@@ -34,7 +34,6 @@ from engine.relay.printer.format import (
     scalar_text,
     span_trailer,
     type_text,
-    type_trailer,
 )
 from engine.relay.printer.qparams import qparam_of, qparam_roles, values_note
 from engine.relay.printer.writer import Writer
@@ -246,9 +245,7 @@ class ExprPrinter:
 
     def _trailer(self, node: Expr) -> None:
         if self.show_types:
-            ty = node._checked_type
-            if ty is not None:
-                self.w.write(type_trailer(ty))
+            self.w.type_trailer(node)
         comment = span_trailer(node.span)
         if comment:
             self.w.write(comment)

@@ -19,6 +19,8 @@ from engine.ir.expr import Call, Expr
 from engine.ir.op import Op
 from engine.ir.span import SpanLike
 from engine.relay.printer.format import span_names as _names_of_span
+from engine.relay.printer.format import type_trailer as _type_trailer
+from engine.relay.printer.retype import TypeSlots
 from engine.relay.printer.table import (
     COLUMNS,
     END_COL,
@@ -48,7 +50,8 @@ class Writer:
     """Accumulates lines; `begin`/`end` bracket a printed expression, `ref` a use of one."""
 
     __slots__ = ("lines", "parts", "col", "depth", "flat", "origin_ids", "origin_ends",
-                 "_starts", "_open", "_closed", "_names", "_spans", "_span_objs", "notes")
+                 "_starts", "_open", "_closed", "_names", "_spans", "_span_objs", "notes",
+                 "slots")
 
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -65,6 +68,7 @@ class Writer:
         self._spans: dict[int, int] = {}
         self._span_objs: list[SpanLike] = []
         self.notes: dict[int, dict[str, Any]] = {}
+        self.slots = TypeSlots()
 
     def _start_line(self) -> None:
         pad = INDENT * self.depth
@@ -113,6 +117,18 @@ class Writer:
         self.col += len(text)
         self.flat.extend((node.node_id, self._name(node.kind), line, col, line, self.col,
                           self._span(node.span), self._name(op_name(node)), 1))
+
+    def type_trailer(self, node: Expr) -> None:
+        """`node`'s ` /* ty=... */` if it has a type, and its type slot either way (see
+        `printer.retype`)."""
+        if not self.parts:
+            self._start_line()
+        ty = node._checked_type
+        text = "" if ty is None else _type_trailer(ty)
+        self.slots.add(node, ty, len(self.lines), self.col, len(text))
+        if text:
+            self.parts.append(text)
+            self.col += len(text)
 
     def note(self, node: Expr, qparam: dict[str, Any]) -> None:
         """Values the source map carries for `node` (a qnn call's scale or zero point)."""
