@@ -96,7 +96,10 @@ class ExprPrinter:
         self.w = writer
         self.meta = meta
         self.show_types = show_types
-        self.scopes: list[dict[Expr, str]] = [{}]
+        # Every name visible here, and per open scope the nodes it bound (removed from
+        # `bound` when the scope closes): one lookup however deep the nesting.
+        self.bound: dict[Expr, str] = {}
+        self.scopes: list[list[Expr]] = [[]]
         self.var_names: dict[Var, str] = {}
         self.used_names: set[str] = set()
         self.next_suffix: dict[str, int] = {}
@@ -117,7 +120,7 @@ class ExprPrinter:
         w.write("@" + name_or_quoted(gv.name_hint))
         w.end(gv, gv_start)
         self._signature(fn)
-        self._trailer(fn)
+        self.w.trailers(fn, self.show_types)
         w.end(fn, start)
         w.newline()
 
@@ -152,11 +155,15 @@ class ExprPrinter:
         return text
 
     def _lookup(self, node: Expr) -> str | None:
-        for scope in reversed(self.scopes):
-            name = scope.get(node)
-            if name is not None:
-                return name
-        return None
+        return self.bound.get(node)
+
+    def _open_scope(self) -> None:
+        self.scopes.append([])
+
+    def _close_scope(self) -> None:
+        bound = self.bound
+        for node in self.scopes.pop():
+            del bound[node]
 
     # --- scopes -------------------------------------------------------------------------
     def _block(self, body: Expr) -> None:
@@ -164,9 +171,9 @@ class ExprPrinter:
         w.write("{")
         w.newline()
         w.depth += 1
-        self.scopes.append({})
+        self._open_scope()
         self._scope_body(body)
-        self.scopes.pop()
+        self._close_scope()
         w.depth -= 1
         w.write("}")
 
@@ -181,7 +188,7 @@ class ExprPrinter:
             w.write(" = ")
             self._expr(node.value)
             w.write(";")
-            self._trailer(node)
+            self.w.trailers(node, self.show_types)
             w.end(node, start)
             w.newline()
             node = node.body
@@ -191,7 +198,8 @@ class ExprPrinter:
 
     def _bind_deps(self, root: Expr) -> None:
         """Bind, in post-order, every non-atomic dependency of `root` not yet bound."""
-        if isinstance(root, ATOMIC) or self._lookup(root) is not None:
+        bound = self.bound
+        if isinstance(root, ATOMIC) or root in bound:
             return
         stack: list[tuple[Expr, bool]] = [(root, False)]
         seen: set[Expr] = set()
@@ -206,7 +214,7 @@ class ExprPrinter:
             seen.add(node)
             stack.append((node, True))
             for kid in reversed(_deps(node)):
-                if kid not in seen and not isinstance(kid, ATOMIC) and self._lookup(kid) is None:
+                if kid not in seen and kid not in bound and not isinstance(kid, ATOMIC):
                     stack.append((kid, False))
 
     def _bind(self, node: Expr) -> None:
@@ -217,9 +225,9 @@ class ExprPrinter:
         w.write(name + " = ")
         self._render(node)
         w.end(node, start)
-        w.write(";")
-        w.newline()
-        self.scopes[-1][node] = name
+        w.end_line(";")
+        self.bound[node] = name
+        self.scopes[-1].append(node)
 
     # --- expressions ----------------------------------------------------------------------
     def _expr(self, node: Expr) -> None:
@@ -243,18 +251,11 @@ class ExprPrinter:
             raise TypeError(f"the printer cannot print {type(node).__name__}")
         render(node)
 
-    def _trailer(self, node: Expr) -> None:
-        if self.show_types:
-            self.w.type_trailer(node)
-        comment = span_trailer(node.span)
-        if comment:
-            self.w.write(comment)
-
     def _atom(self, node: Expr, text: str) -> None:
         w = self.w
         start = w.begin(node)
         w.write(text)
-        self._trailer(node)
+        self.w.trailers(node, self.show_types)
         w.end(node, start)
 
     def _var_ref(self, var: Var) -> None:
@@ -300,15 +301,23 @@ class ExprPrinter:
 
     def _call(self, call: Call) -> None:
         w = self.w
-        self._expr(call.op)
-        w.write("(")
-        expr = self._expr
-        roles = qparam_roles(call)
+        op = call.op
+        if isinstance(op, Op):
+            w.write(op.name + "(")
+            roles = qparam_roles(call)
+        else:
+            self._expr(op)
+            w.write("(")
+            roles = ()
+        bound, expr = self.bound, self._expr
         for i, arg in enumerate(call.args):
             if i:
                 w.write(", ")
+            name = bound.get(arg)
             role = roles[i] if roles else None
-            if role is not None and isinstance(arg, Constant):
+            if name is not None:  # the common case: an operand bound to %N before
+                w.ref(arg, name)
+            elif role is not None and isinstance(arg, Constant):
                 self._qparam(arg, role)
             else:
                 expr(arg)
@@ -317,7 +326,7 @@ class ExprPrinter:
             w.write((", " + attrs if call.args else attrs) + ")")
         else:
             w.write(")")
-        self._trailer(call)
+        self.w.trailers(call, self.show_types)
 
     def _tuple(self, tup: Tuple) -> None:
         w = self.w
@@ -327,12 +336,12 @@ class ExprPrinter:
                 w.write(", ")
             self._expr(field)
         w.write(",)" if len(tup.fields) == 1 else ")")
-        self._trailer(tup)
+        self.w.trailers(tup, self.show_types)
 
     def _getitem(self, item: TupleGetItem) -> None:
         self._expr(item.tuple_value)
         self.w.write(f".{item.index}")
-        self._trailer(item)
+        self.w.trailers(item, self.show_types)
 
     def _if(self, ite: If) -> None:
         w = self.w
@@ -342,19 +351,19 @@ class ExprPrinter:
         self._block(ite.true_branch)
         w.write(" else ")
         self._block(ite.false_branch)
-        self._trailer(ite)
+        self.w.trailers(ite, self.show_types)
 
     def _function(self, fn: Function) -> None:
         self.w.write("fn ")
         self._signature(fn)
-        self._trailer(fn)
+        self.w.trailers(fn, self.show_types)
 
     def _let_block(self, let: Let) -> None:
         self._block(let)
 
     def _signature(self, fn: Function) -> None:
         w = self.w
-        self.scopes.append({})
+        self._open_scope()
         w.write("(")
         for i, param in enumerate(fn.params):
             if i:
@@ -368,4 +377,4 @@ class ExprPrinter:
             w.write(" -> " + type_text(fn.ret_type))
         w.write(" ")
         self._block(fn.body)
-        self.scopes.pop()
+        self._close_scope()

@@ -19,6 +19,7 @@ from engine.ir.expr import Call, Expr
 from engine.ir.op import Op
 from engine.ir.span import SpanLike
 from engine.relay.printer.format import span_names as _names_of_span
+from engine.relay.printer.format import span_trailer as _span_trailer
 from engine.relay.printer.format import type_trailer as _type_trailer
 from engine.relay.printer.retype import TypeSlots
 from engine.relay.printer.table import (
@@ -51,7 +52,7 @@ class Writer:
 
     __slots__ = ("lines", "parts", "col", "depth", "flat", "origin_ids", "origin_ends",
                  "_starts", "_open", "_closed", "_names", "_spans", "_span_objs", "notes",
-                 "slots")
+                 "slots", "_ids", "_kind_op")
 
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -69,6 +70,8 @@ class Writer:
         self._span_objs: list[SpanLike] = []
         self.notes: dict[int, dict[str, Any]] = {}
         self.slots = TypeSlots()
+        self._ids: dict[Expr, tuple[int, int, int]] = {}
+        self._kind_op: dict[object, tuple[int, int]] = {}
 
     def _start_line(self) -> None:
         pad = INDENT * self.depth
@@ -105,30 +108,46 @@ class Writer:
     def end(self, node: Expr, start: tuple[int, int]) -> None:
         self._open.pop()
         self._closed = node.node_id
-        self.flat.extend((node.node_id, self._name(node.kind), start[0], start[1],
-                          len(self.lines), self.col, self._span(node.span),
-                          self._name(op_name(node)), 0))
+        kind, span, op = self._ids.get(node) or self._interned(node)
+        self.flat.extend((node.node_id, kind, start[0], start[1], len(self.lines), self.col,
+                          span, op, 0))
 
     def ref(self, node: Expr, text: str) -> None:
         if not self.parts:
             self._start_line()
         line, col = len(self.lines), self.col
         self.parts.append(text)
-        self.col += len(text)
-        self.flat.extend((node.node_id, self._name(node.kind), line, col, line, self.col,
-                          self._span(node.span), self._name(op_name(node)), 1))
+        self.col = end = col + len(text)
+        kind, span, op = self._ids.get(node) or self._interned(node)
+        self.flat.extend((node.node_id, kind, line, col, line, end, span, op, 1))
 
-    def type_trailer(self, node: Expr) -> None:
-        """`node`'s ` /* ty=... */` if it has a type, and its type slot either way (see
-        `printer.retype`)."""
-        if not self.parts:
+    def trailers(self, node: Expr, show_types: bool) -> None:
+        """What follows `node`'s own text: with `show_types`, its ` /* ty=... */` if it has
+        a type and its type slot either way (see `printer.retype`); then its span comment."""
+        parts = self.parts
+        if not parts:
             self._start_line()
-        ty = node._checked_type
-        text = "" if ty is None else _type_trailer(ty)
-        self.slots.add(node, ty, len(self.lines), self.col, len(text))
-        if text:
-            self.parts.append(text)
-            self.col += len(text)
+        if show_types:
+            ty = node._checked_type
+            text = "" if ty is None else _type_trailer(ty)
+            slots = self.slots
+            slots.nodes.append(node)
+            slots.types.append(ty)
+            slots.lines.append(len(self.lines))
+            slots.cols.append(self.col)
+            slots.widths.append(len(text))
+            if text:
+                parts.append(text)
+                self.col += len(text)
+        comment = _span_trailer(node.span)
+        if comment:
+            parts.append(comment)
+            self.col += len(comment)
+
+    def end_line(self, text: str) -> None:
+        """`text` (a `;`) and the end of the line."""
+        self.parts.append(text)
+        self.newline()
 
     def note(self, node: Expr, qparam: dict[str, Any]) -> None:
         """Values the source map carries for `node` (a qnn call's scale or zero point)."""
@@ -139,6 +158,16 @@ class Writer:
             self.newline()
 
     # --- interning ----------------------------------------------------------------------
+    def _interned(self, node: Expr) -> tuple[int, int, int]:
+        """`node`'s kind, span and op as table indices, once per node (a bound node has
+        one entry for its definition and one per use)."""
+        key = node.op if isinstance(node, Call) else type(node)  # what decides kind and op
+        kind_op = self._kind_op.get(key)
+        if kind_op is None:
+            kind_op = self._kind_op[key] = (self._name(node.kind), self._name(op_name(node)))
+        found = self._ids[node] = (kind_op[0], self._span(node.span), kind_op[1])
+        return found
+
     def _name(self, text: str | None) -> int:
         found = self._names.get(text)
         if found is None:
