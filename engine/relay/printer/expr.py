@@ -116,8 +116,7 @@ class ExprPrinter:
         w = self.w
         start = w.begin(fn)
         w.write("def ")
-        gv_start = w.begin(gv)
-        w.write("@" + name_or_quoted(gv.name_hint))
+        gv_start = w.begin(gv, "@" + name_or_quoted(gv.name_hint))
         w.end(gv, gv_start)
         self._signature(fn)
         self.w.trailers(fn, self.show_types)
@@ -221,9 +220,11 @@ class ExprPrinter:
         w = self.w
         name = f"%{self.temps}"
         self.temps += 1
-        start = w.begin(node)
-        w.write(name + " = ")
-        self._render(node)
+        start = w.begin(node, name + " = ")
+        if type(node) is Call:  # most bindings: skip the dispatch
+            self._call(node)
+        else:
+            self._render(node)
         w.end(node, start)
         w.end_line(";")
         self.bound[node] = name
@@ -252,19 +253,14 @@ class ExprPrinter:
         render(node)
 
     def _atom(self, node: Expr, text: str) -> None:
-        w = self.w
-        start = w.begin(node)
-        w.write(text)
-        self.w.trailers(node, self.show_types)
-        w.end(node, start)
+        self.w.atom(node, text, self.show_types)
 
     def _var_ref(self, var: Var) -> None:
         self.w.ref(var, self.var_name(var))
 
     def _var_def(self, var: Var) -> None:
         w = self.w
-        start = w.begin(var)
-        w.write(self.var_name(var))
+        start = w.begin(var, self.var_name(var))
         if var.type_annotation is not None:
             w.write(": " + type_text(var.type_annotation))
         comment = span_trailer(var.span)
@@ -276,8 +272,7 @@ class ExprPrinter:
         """`@name`, bare: a global names a function (its type and spans are the
         function's, printed with its definition), as TVM prints it."""
         w = self.w
-        start = w.begin(gv)
-        w.write("@" + name_or_quoted(gv.name_hint))
+        start = w.begin(gv, "@" + name_or_quoted(gv.name_hint))
         w.end(gv, start)
 
     def _op(self, op: Op) -> None:
@@ -287,7 +282,7 @@ class ExprPrinter:
         text = scalar_text(const.data.numpy()) if const.data.ndim == 0 else None
         if text is None:
             text = f"meta[relay.Constant][{self.meta.index(const)}]"
-        self._atom(const, text)
+        self.w.atom(const, text, self.show_types)
 
     def _qparam(self, const: Constant, role: str) -> None:
         """A scale or zero point of a qnn call: its value, or its meta reference plus a
@@ -317,8 +312,12 @@ class ExprPrinter:
             role = roles[i] if roles else None
             if name is not None:  # the common case: an operand bound to %N before
                 w.ref(arg, name)
+            elif type(arg) is Var:
+                w.ref(arg, self.var_names.get(arg) or self.var_name(arg))
             elif role is not None and isinstance(arg, Constant):
                 self._qparam(arg, role)
+            elif type(arg) is Constant:
+                self._constant(arg)
             else:
                 expr(arg)
         attrs = attrs_text(call.attrs) if call.attrs else ""

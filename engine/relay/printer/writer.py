@@ -98,12 +98,17 @@ class Writer:
         self.origin_ends.append(len(self.origin_ids))
         self._closed = 0
 
-    def begin(self, node: Expr) -> tuple[int, int]:
+    def begin(self, node: Expr, text: str = "") -> tuple[int, int]:
+        """Open `node`'s entry here, and write `text` (its first words) after the start."""
         if not self.parts:
             self._start_line()
         self._starts.append(node.node_id)
         self._open.append(node.node_id)
-        return (len(self.lines), self.col)
+        start = (len(self.lines), self.col)
+        if text:
+            self.parts.append(text)
+            self.col += len(text)
+        return start
 
     def end(self, node: Expr, start: tuple[int, int]) -> None:
         self._open.pop()
@@ -120,6 +125,19 @@ class Writer:
         self.col = end = col + len(text)
         kind, span, op = self._ids.get(node) or self._interned(node)
         self.flat.extend((node.node_id, kind, line, col, line, end, span, op, 1))
+
+    def atom(self, node: Expr, text: str, show_types: bool) -> None:
+        """`node` whole, as `text` and its trailers: `begin`, `write`, `trailers`, `end`."""
+        if not self.parts:
+            self._start_line()
+        line, col = len(self.lines), self.col
+        self._starts.append(node.node_id)
+        self.parts.append(text)
+        self.col += len(text)
+        self.trailers(node, show_types)
+        self._closed = node.node_id
+        kind, span, op = self._ids.get(node) or self._interned(node)
+        self.flat.extend((node.node_id, kind, line, col, line, self.col, span, op, 0))
 
     def trailers(self, node: Expr, show_types: bool) -> None:
         """What follows `node`'s own text: with `show_types`, its ` /* ty=... */` if it has
