@@ -110,7 +110,8 @@ def test_retype_declines_when_the_text_is_not_the_recorded_trailer() -> None:
     node = slots.nodes[i]
     assert node is not None
     wrong = list(block.lines)
-    wrong[slots.lines[i]] = wrong[slots.lines[i]].replace("ty=", "tx=", 1)
+    line = int(slots.positions()[i, 0])
+    wrong[line] = wrong[line].replace("ty=", "tx=", 1)
     node.set_checked_type(TensorType((3,)))
     assert retype(tuple(wrong), block.table, slots, top=mod["main"]) is None
 

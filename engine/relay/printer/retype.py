@@ -39,20 +39,20 @@ _LINE_SHIFT = 32  # positions as one sortable int: line << 32 | column
 
 
 class TypeSlots:
-    """The type trailers of one printed block, in text order (see module docstring).
+    """The type trailers of one printed block, in text order (see module docstring):
+    per slot its node, the type printed and, in `pos`, three ints: line, column and
+    width of the trailer printed (0: none).
 
     `nodes` holds every slot's node except a top-level function's own (the last slot of a
     definition), which `detach_top` replaces by None so that a cache keyed weakly by the
     function does not keep it alive through its own block."""
 
-    __slots__ = ("nodes", "types", "lines", "cols", "widths")
+    __slots__ = ("nodes", "types", "pos")
 
     def __init__(self) -> None:
         self.nodes: list[Expr | None] = []
         self.types: list[Type | None] = []
-        self.lines = array("q")
-        self.cols = array("q")
-        self.widths = array("q")  # length of the trailer printed (0: none)
+        self.pos = array("q")
 
     def __len__(self) -> int:
         return len(self.types)
@@ -60,9 +60,11 @@ class TypeSlots:
     def add(self, node: Expr, ty: Type | None, line: int, col: int, width: int) -> None:
         self.nodes.append(node)
         self.types.append(ty)
-        self.lines.append(line)
-        self.cols.append(col)
-        self.widths.append(width)
+        self.pos.extend((line, col, width))
+
+    def positions(self) -> np.ndarray:
+        """`pos` as an (n, 3) int64 array: line, column, width."""
+        return np.frombuffer(self.pos, dtype=np.int64).reshape(-1, 3)
 
     def detach_top(self, top: Expr) -> None:
         if not self.nodes or self.nodes[-1] is not top:
@@ -83,15 +85,10 @@ def _trailer_text(ty: Type | None) -> str:
     return "" if ty is None else type_trailer(ty)
 
 
-def _touching(slots: TypeSlots) -> bool:
+def _touching(pos: np.ndarray) -> bool:
     """Whether two slots on one line have no text between them."""
-    if len(slots) < 2:
-        return False
-    lines = np.frombuffer(slots.lines, dtype=np.int64)
-    cols = np.frombuffer(slots.cols, dtype=np.int64)
-    ends = cols + np.frombuffer(slots.widths, dtype=np.int64)
-    same = lines[1:] == lines[:-1]
-    return bool(np.any(same & (cols[1:] <= ends[:-1])))
+    same = pos[1:, 0] == pos[:-1, 0]
+    return bool(np.any(same & (pos[1:, 1] <= pos[:-1, 1] + pos[:-1, 2])))
 
 
 def _splice_lines(lines: tuple[str, ...], slots: TypeSlots, stale: list[int],
@@ -99,15 +96,16 @@ def _splice_lines(lines: tuple[str, ...], slots: TypeSlots, stale: list[int],
     """The lines with each stale slot's trailer replaced by `texts[k]`; None if a slot's
     text is not the trailer recorded for it."""
     out = list(lines)
+    pos = slots.pos
     k = 0
     while k < len(stale):
-        line = slots.lines[stale[k]]
+        line = pos[3 * stale[k]]
         old = lines[line]
         pieces: list[str] = []
         prev = 0
-        while k < len(stale) and slots.lines[stale[k]] == line:
+        while k < len(stale) and pos[3 * stale[k]] == line:
             i = stale[k]
-            col, width = slots.cols[i], slots.widths[i]
+            col, width = pos[3 * i + 1], pos[3 * i + 2]
             if width and old[col:col + width] != type_trailer(slots.types[i]):  # type: ignore[arg-type]
                 return None
             pieces.append(old[prev:col])
@@ -136,20 +134,17 @@ def _shifted_table(table: SourceMapTable, keys: np.ndarray, cum: np.ndarray
     return SourceMapTable(rows, table.names, table.span_sets, table.qparams)
 
 
-def _shifted_slots(slots: TypeSlots, stale: list[int], now: list[Type | None],
-                   keys: np.ndarray, cum: np.ndarray, widths: list[int]) -> TypeSlots:
+def _shifted_slots(slots: TypeSlots, pos: np.ndarray, stale: list[int],
+                   now: list[Type | None], keys: np.ndarray, cum: np.ndarray,
+                   widths: list[int]) -> TypeSlots:
     out = TypeSlots()
     out.nodes = slots.nodes
     out.types = now
-    out.lines = slots.lines
-    lines = np.frombuffer(slots.lines, dtype=np.int64)
-    cols = np.frombuffer(slots.cols, dtype=np.int64)
+    moved = pos.copy()
     # A slot moves by the edits before it on its line, never by its own.
-    shifted = cols + _shift((lines << _LINE_SHIFT) | cols, keys, cum, "left")
-    out.cols = array("q", shifted.tolist())
-    out.widths = array("q", slots.widths)
-    for k, i in enumerate(stale):
-        out.widths[i] = widths[k]
+    moved[:, 1] += _shift((pos[:, 0] << _LINE_SHIFT) | pos[:, 1], keys, cum, "left")
+    moved[stale, 2] = widths
+    out.pos = array("q", moved.tobytes())
     return out
 
 
@@ -163,16 +158,16 @@ def retype(lines: tuple[str, ...], table: SourceMapTable, slots: TypeSlots,
     stale = slots.stale(now)
     if not stale:
         return lines, table, slots
-    if _touching(slots):
+    pos = slots.positions()
+    if _touching(pos):
         return None
     texts = [_trailer_text(now[i]) for i in stale]
     new_lines = _splice_lines(lines, slots, stale, texts)
     if new_lines is None:
         return None
     widths = [len(t) for t in texts]
-    at = np.array([(slots.lines[i] << _LINE_SHIFT) | (slots.cols[i] + slots.widths[i])
-                   for i in stale], dtype=np.int64)
-    cum = np.concatenate(([0], np.cumsum(
-        [w - slots.widths[i] for w, i in zip(widths, stale, strict=True)], dtype=np.int64)))
-    return (tuple(new_lines), _shifted_table(table, at, cum),
-            _shifted_slots(slots, stale, now, at, cum, widths))
+    edited = pos[stale]
+    keys = (edited[:, 0] << _LINE_SHIFT) | (edited[:, 1] + edited[:, 2])
+    cum = np.concatenate(([0], np.cumsum(np.array(widths, dtype=np.int64) - edited[:, 2])))
+    return (tuple(new_lines), _shifted_table(table, keys, cum),
+            _shifted_slots(slots, pos, stale, now, keys, cum, widths))

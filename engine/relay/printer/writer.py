@@ -147,14 +147,14 @@ class Writer:
             self._start_line()
         if show_types:
             ty = node._checked_type
-            text = "" if ty is None else _type_trailer(ty)
             slots = self.slots
             slots.nodes.append(node)
             slots.types.append(ty)
-            slots.lines.append(len(self.lines))
-            slots.cols.append(self.col)
-            slots.widths.append(len(text))
-            if text:
+            if ty is None:
+                slots.pos.extend((len(self.lines), self.col, 0))
+            else:
+                text = _type_trailer(ty)
+                slots.pos.extend((len(self.lines), self.col, len(text)))
                 parts.append(text)
                 self.col += len(text)
         comment = _span_trailer(node.span)
