@@ -1,5 +1,6 @@
 """Every snapshot the recorder stores through the whole O3 pipeline (FuseOps included) is,
-byte for byte, a fresh print of its module: text, stored source map and line origins,
+byte for byte, a fresh print of its module: text, stored source map (against the map
+re-read from the fresh print's protocol dicts) and line origins,
 although most of them are reused or spliced (engine/relay/printer/retype.py) rather
 than printed again."""
 
@@ -28,8 +29,9 @@ class CheckingRecorder(SnapshotRecorder):
 
     def _store(self, mod: IRModule, key: Any, text: str, table: Any, start: float) -> Any:
         fresh = print_ir(mod, show_types=True, reuse=False)
+        # the stored map against one re-read from the fresh print's protocol dicts
         same = (text == fresh.text
-                and encode_source_map(table) == encode_source_map(fresh.source_map_table())
+                and encode_source_map(table) == encode_source_map(fresh.to_json())
                 and print_ir(mod, show_types=True).line_origins == fresh.line_origins)
         if not same:
             self.mismatches.append(self.checked)

@@ -131,7 +131,8 @@ def _shifted_table(table: SourceMapTable, keys: np.ndarray, cum: np.ndarray
     for line_col, col_col in ((START_LINE, START_COL), (END_LINE, END_COL)):
         pos = (rows[:, line_col] << _LINE_SHIFT) | rows[:, col_col]
         rows[:, col_col] += _shift(pos, keys, cum, "right")
-    return SourceMapTable(rows, table.names, table.span_sets, table.qparams)
+    return SourceMapTable(rows, table.names, table.span_sets, table.qparams,
+                          table.is_canonical)
 
 
 def _shifted_slots(slots: TypeSlots, pos: np.ndarray, stale: list[int],

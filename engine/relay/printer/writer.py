@@ -213,7 +213,7 @@ class Writer:
                           for s in self._span_objs] or [0], dtype=np.int64)
         rows[:, SPANS] = remap[rows[:, SPANS]]
         names = [n for n in self._names if n is not None]
-        return SourceMapTable(rows, names, list(sets), self.notes)
+        return SourceMapTable(rows, names, list(sets), self.notes).canonical()
 
     def origins(self) -> tuple[array[int], array[int]]:
         """Per line, the ids of the nodes on it: flat ids and each line's end offset."""
