@@ -56,9 +56,12 @@ def bench_model(name: str, repeat: int, timeout: float) -> tuple[Row, list[Row]]
     path = model_path(name)
     first = run_worker(worker(path, None, True), timeout)
     disabled = first.get("disabled")
-    recorded = [first] + [run_worker(worker(path, disabled, True), timeout)
-                          for _ in range(repeat - 1)]
-    plain = [run_worker(worker(path, disabled, False), timeout) for _ in range(repeat)]
+    # Plain and recorded runs take turns, so a load that drifts during the benchmark
+    # weighs on both sides alike.
+    recorded, plain = [first], [run_worker(worker(path, disabled, False), timeout)]
+    for _ in range(repeat - 1):
+        recorded.append(run_worker(worker(path, disabled, True), timeout))
+        plain.append(run_worker(worker(path, disabled, False), timeout))
     rec, base = aggregate(recorded), aggregate(plain)
     row: Row = {"model": name, "plain pipeline_s": base.get("pipeline_s"),
                 "recorded pipeline_s": rec.get("pipeline_s"), "snapshots": rec.get("snapshots"),
