@@ -54,12 +54,13 @@ def per_pass(runs: list[Row]) -> list[Row]:
 
 def bench_model(name: str, repeat: int, timeout: float) -> tuple[Row, list[Row]]:
     path = model_path(name)
-    first = run_worker(worker(path, None, True), timeout)
-    disabled = first.get("disabled")
-    # Plain and recorded runs take turns, so a load that drifts during the benchmark
-    # weighs on both sides alike.
-    recorded, plain = [first], [run_worker(worker(path, disabled, False), timeout)]
-    for _ in range(repeat - 1):
+    # A first run finds what must be disabled; it warms its pipeline up doing so, so it is
+    # not timed. Then plain and recorded runs take turns, each in a fresh process, so a
+    # load that drifts during the benchmark weighs on both sides alike.
+    disabled = run_worker(worker(path, None, False), timeout).get("disabled")
+    recorded: list[Row] = []
+    plain: list[Row] = []
+    for _ in range(repeat):
         recorded.append(run_worker(worker(path, disabled, True), timeout))
         plain.append(run_worker(worker(path, disabled, False), timeout))
     rec, base = aggregate(recorded), aggregate(plain)
