@@ -279,7 +279,7 @@ class ExprPrinter:
         self.w.write(op.name)
 
     def _constant(self, const: Constant) -> None:
-        text = scalar_text(const.data.numpy()) if const.data.ndim == 0 else None
+        text = None if const.data.shape else scalar_text(const.data.numpy())
         if text is None:
             text = f"meta[relay.Constant][{self.meta.index(const)}]"
         self.w.atom(const, text, self.show_types)
@@ -320,7 +320,7 @@ class ExprPrinter:
                 self._constant(arg)
             else:
                 expr(arg)
-        attrs = attrs_text(call.attrs) if call.attrs else ""
+        attrs = attrs_text(call.attrs)  # "" for none (memoized by the attrs object)
         if attrs:
             w.write((", " + attrs if call.args else attrs) + ")")
         else:
