@@ -174,7 +174,7 @@ def _finish(writer: Writer, meta: MetaTable) -> _Block:
     writer.finish()
     ids, ends = writer.origins()
     return _Block(tuple(writer.lines), writer.table(), ids, ends, tuple(meta.constants),
-                  writer.slots)
+                  writer.slots.seal())
 
 
 def _print_def(gv: GlobalVar, fn: Function, base: int, show_types: bool) -> _Block:

@@ -52,7 +52,12 @@ class TypeSlots:
     def __init__(self) -> None:
         self.nodes: list[Expr | None] = []
         self.types: list[Type | None] = []
-        self.pos = array("q")
+        self.pos: list[int] | array[int] = []  # a list while printing, then `seal`ed
+
+    def seal(self) -> TypeSlots:
+        """Keep the positions as a compact int array (printing is over)."""
+        self.pos = array("q", self.pos)
+        return self
 
     def __len__(self) -> int:
         return len(self.types)
@@ -64,7 +69,7 @@ class TypeSlots:
 
     def positions(self) -> np.ndarray:
         """`pos` as an (n, 3) int64 array: line, column, width."""
-        return np.frombuffer(self.pos, dtype=np.int64).reshape(-1, 3)
+        return np.array(self.pos, dtype=np.int64).reshape(-1, 3)
 
     def detach_top(self, top: Expr) -> None:
         if not self.nodes or self.nodes[-1] is not top:

@@ -2,10 +2,10 @@
 
 Positions are (line, column) with a 0-based line relative to the block being
 written and a 0-based column; the module printer shifts lines when it places
-a block. Entries go straight into a flat int array (nine ints each, the columns
+a block. Entries go straight into one flat list of ints (nine each, the columns
 of `printer.table.SourceMapTable`), with kinds, op names and spans interned, so
-a 100k-node program leaves no per-entry Python objects behind for the garbage
-collector to walk; `table()` sorts them into text order.
+a 100k-node program leaves no per-entry containers for the garbage collector to
+walk; `table()` turns them into an int64 table in text order.
 """
 
 from __future__ import annotations
@@ -59,9 +59,11 @@ class Writer:
         self.parts: list[str] = []
         self.col = 0
         self.depth = 0
-        self.flat = array("q")
-        self.origin_ids = array("q")
-        self.origin_ends = array("q")
+        # Plain lists while printing (a list takes a tuple of ints several times faster
+        # than an int array); table() and origins() hand out compact arrays.
+        self.flat: list[int] = []
+        self.origin_ids: list[int] = []
+        self.origin_ends: list[int] = []
         self._starts: list[int] = []
         self._open: list[int] = []
         self._closed = 0
@@ -203,8 +205,8 @@ class Writer:
 
     def table(self) -> SourceMapTable:
         """The entries in text order: by start, then the enclosing (longer) range first."""
-        rows = np.frombuffer(self.flat, dtype=np.int64).reshape(-1, len(COLUMNS)) \
-            if self.flat else np.zeros((0, len(COLUMNS)), dtype=np.int64)
+        rows = np.fromiter(self.flat, dtype=np.int64, count=len(self.flat)).reshape(
+            -1, len(COLUMNS))
         order = np.lexsort((-rows[:, END_COL], -rows[:, END_LINE], rows[:, START_COL],
                             rows[:, START_LINE]))
         rows = rows[order]
@@ -217,4 +219,4 @@ class Writer:
 
     def origins(self) -> tuple[array[int], array[int]]:
         """Per line, the ids of the nodes on it: flat ids and each line's end offset."""
-        return self.origin_ids, self.origin_ends
+        return array("q", self.origin_ids), array("q", self.origin_ends)
