@@ -4,8 +4,8 @@
     .venv/bin/python bench/bench_recording.py [--models resnet50] [--repeat 3] [--quick]
                                               [--no-write]
 
-Both sides run in their own processes (bench/_ours.py, build off), medians over
-`--repeat`. Goal (DESIGN.md budgets): recording a snapshot costs less than the pass it
+Every run is a fresh process (bench/_ours.py, build off); plain and recorded runs take
+turns, medians over `--repeat` of each, on the wall and the CPU clock. Goal (DESIGN.md budgets): recording a snapshot costs less than the pass it
 records, on ResNet-50; so the recording overhead of the whole pipeline must stay below
 the time of its passes. A second table gives, per pass, its time and the time its
 recording hooks took (printing + source map + storing the before/after snapshots).
