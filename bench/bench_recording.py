@@ -4,8 +4,8 @@
     .venv/bin/python bench/bench_recording.py [--models resnet50] [--repeat 3] [--quick]
                                               [--no-write]
 
-Both sides run in their own processes (bench/_ours.py, build off), medians over
-`--repeat`. Goal (DESIGN.md budgets): recording a snapshot costs less than the pass it
+Every run is a fresh process (bench/_ours.py, build off); plain and recorded runs take
+turns, medians over `--repeat` of each, on the wall and the CPU clock. Goal (DESIGN.md budgets): recording a snapshot costs less than the pass it
 records, on ResNet-50; so the recording overhead of the whole pipeline must stay below
 the time of its passes. A second table gives, per pass, its time and the time its
 recording hooks took (printing + source map + storing the before/after snapshots).
@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH, Row, median_of, model_path, report, run_worker
+from _common import BENCH, Row, load_average, median_of, model_path, report, run_worker
 from bench_tvm import aggregate
 
 COLUMNS = ("model", "plain pipeline_s", "recorded pipeline_s", "overhead_s",
-           "overhead / pass time", "overhead / pass time (cpu)", "snapshots", "snapshot_mb", "peak_rss_mb plain",
-           "peak_rss_mb recorded", "goal met")
+           "overhead / pass time", "overhead / pass time (cpu)", "snapshots", "snapshot_mb",
+           "peak_rss_mb plain", "peak_rss_mb recorded", "load avg", "goal met")
 PASS_COLUMNS = ("#", "pass", "changed", "pass_ms", "record_ms", "record / pass")
 
 
@@ -54,17 +54,23 @@ def per_pass(runs: list[Row]) -> list[Row]:
 
 def bench_model(name: str, repeat: int, timeout: float) -> tuple[Row, list[Row]]:
     path = model_path(name)
-    first = run_worker(worker(path, None, True), timeout)
-    disabled = first.get("disabled")
-    recorded = [first] + [run_worker(worker(path, disabled, True), timeout)
-                          for _ in range(repeat - 1)]
-    plain = [run_worker(worker(path, disabled, False), timeout) for _ in range(repeat)]
+    # A first run finds what must be disabled; it warms its pipeline up doing so, so it is
+    # not timed. Then plain and recorded runs take turns, each in a fresh process, so a
+    # load that drifts during the benchmark weighs on both sides alike.
+    load_before = load_average()
+    disabled = run_worker(worker(path, None, False), timeout).get("disabled")
+    recorded: list[Row] = []
+    plain: list[Row] = []
+    for _ in range(repeat):
+        recorded.append(run_worker(worker(path, disabled, True), timeout))
+        plain.append(run_worker(worker(path, disabled, False), timeout))
     rec, base = aggregate(recorded), aggregate(plain)
     row: Row = {"model": name, "plain pipeline_s": base.get("pipeline_s"),
                 "recorded pipeline_s": rec.get("pipeline_s"), "snapshots": rec.get("snapshots"),
                 "snapshot_mb": rec.get("snapshot_mb"), "peak_rss_mb plain": base.get("peak_rss_mb"),
                 "peak_rss_mb recorded": rec.get("peak_rss_mb"),
-                "disabled": rec.get("disabled"), "error": rec.get("error") or base.get("error")}
+                "disabled": rec.get("disabled"), "error": rec.get("error") or base.get("error"),
+                "load avg": f"{load_before:.1f} -> {load_average():.1f}"}
     cpu_a, cpu_b = base.get("pipeline_cpu_s"), rec.get("pipeline_cpu_s")
     if isinstance(cpu_a, float) and isinstance(cpu_b, float) and cpu_a > 0:
         row["overhead / pass time (cpu)"] = (cpu_b - cpu_a) / cpu_a
@@ -72,7 +78,8 @@ def bench_model(name: str, repeat: int, timeout: float) -> tuple[Row, list[Row]]
     if isinstance(a, float) and isinstance(b, float) and a > 0:
         row["overhead_s"] = b - a
         row["overhead / pass time"] = (b - a) / a
-        row["goal met"] = "yes" if b - a < a else "no"
+        ratios = [row["overhead / pass time"], row.get("overhead / pass time (cpu)", 0.0)]
+        row["goal met"] = "yes" if max(ratios) <= 1.0 else "no"  # on the wall and CPU clocks
     return row, per_pass(recorded)
 
 
@@ -96,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         report("recording", f"{name}: per-pass recording cost (medians of {repeat})",
                PASS_COLUMNS, passes, notes, write=not args.no_write)
     report("recording", f"Recording overhead ({repeat} run(s) each, medians)", COLUMNS, rows,
-           ["overhead = recorded - plain pipeline wall time; goal: overhead < pass time; "
-            "(cpu): the same from the processes' CPU seconds, which a loaded machine "
-            "inflates less"],
+           ["overhead = recorded - plain pipeline wall time; goal: overhead <= pass time on "
+            "both clocks; (cpu): the same from the processes' CPU seconds, which a loaded "
+            "machine inflates less; load avg: 1-minute, before -> after the model's runs"],
            write=not args.no_write)
     return 0
 

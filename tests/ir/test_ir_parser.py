@@ -6,7 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from ir_helpers import assert_parsed_equal
+from ir_helpers import assert_parsed_equal, register_ops
 
 from engine import relay
 from engine.ir import (
@@ -17,9 +17,7 @@ from engine.ir import (
     SequentialSpan,
     Span,
     layer_span,
-    register_op,
 )
-from engine.ir.op import list_ops
 from engine.ir.type import Any, FuncType, IncompleteType, TensorType, TupleType
 from engine.relay.parser import fromtext, parse, parse_expr, parse_type
 from engine.relay.printer import astext
@@ -29,10 +27,7 @@ OPS = ["nn.conv2d", "nn.relu", "add", "multiply", "greater", "split", "nn.dense"
 
 @pytest.fixture(autouse=True, scope="module")
 def _ops() -> None:
-    present = set(list_ops())
-    for name in OPS:
-        if name not in present:
-            register_op(name)
+    register_ops(OPS)
 
 
 def call(name: str, *args, span=None, **attrs):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from goldens import check_golden
-from ir_helpers import assert_parsed_equal
+from ir_helpers import assert_parsed_equal, op_call, register_ops
 
 from engine import relay
 from engine.ir import (
@@ -22,12 +22,9 @@ from engine.ir import (
     SequentialSpan,
     Span,
     layer_span,
-    register_op,
 )
-from engine.ir.op import list_ops
 from engine.ir.type import Any, FuncType, IncompleteType, TensorType, TupleType
 from engine.relay import printer
-from engine.relay.op.op import op_attrs
 from engine.relay.parser import parse
 from engine.relay.printer import astext, print_ir, type_text
 
@@ -38,17 +35,10 @@ OPS = ["nn.conv2d", "nn.batch_norm", "nn.relu", "add", "multiply", "nn.bias_add"
 
 @pytest.fixture(autouse=True, scope="module")
 def _ops() -> None:
-    present = set(list_ops())
-    for name in OPS:
-        if name not in present:
-            register_op(name)
+    register_ops(OPS)
 
 
-def call(name: str, *args, span=None, **attrs):
-    """A call with the op's attrs type (omitted attributes hold their defaults)."""
-    kw = {"span": span} if span is not None else {}
-    return relay.Call(Op.get(name), list(args),
-                      op_attrs(name, attrs, Op.get(name).info.attrs_type_key), **kw)
+call = op_call
 
 
 # --- programs ----------------------------------------------------------------------------

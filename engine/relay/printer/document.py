@@ -10,7 +10,9 @@
 Each top-level function is printed once per (function object, name, constant
 numbering, options): its lines and relative source map (entries, and their
 column table once asked for) are kept in a weak cache, so re-printing a module
-whose functions are unchanged objects costs only the assembly.
+whose functions are unchanged objects costs only the assembly, and re-printing one
+whose nodes were typed in place since costs only splicing in their type trailers
+(`printer.retype`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from engine.relay.printer.format import (
     VERSION_LINE,
     type_text,
 )
+from engine.relay.printer.retype import TypeSlots, retype
 from engine.relay.printer.table import SourceMapTable
 from engine.relay.printer.writer import Writer
 
@@ -66,17 +69,31 @@ class SourceMapEntry:
 
 class _Block:
     """The printed lines of one top-level function (or expression), positions relative:
-    its source map as a column table, its line origins as flat ids plus line ends."""
+    its source map as a column table, its line origins as flat ids plus line ends, and
+    where its type trailers are (`printer.retype`)."""
 
-    __slots__ = ("lines", "table", "origin_ids", "origin_ends", "constants")
+    __slots__ = ("lines", "table", "origin_ids", "origin_ends", "constants", "slots")
 
     def __init__(self, lines: tuple[str, ...], table: SourceMapTable, origin_ids: array[int],
-                 origin_ends: array[int], constants: tuple[Constant, ...]) -> None:
+                 origin_ends: array[int], constants: tuple[Constant, ...],
+                 slots: TypeSlots) -> None:
         self.lines = lines
         self.table = table
         self.origin_ids = origin_ids
         self.origin_ends = origin_ends
         self.constants = constants
+        self.slots = slots
+
+    def retyped(self, fn: Function) -> _Block | None:
+        """This definition of `fn` with the type trailers of `fn`'s nodes now: itself when
+        none changed, None when it must be printed again."""
+        found = retype(self.lines, self.table, self.slots, top=fn)
+        if found is None:
+            return None
+        lines, table, slots = found
+        if slots is self.slots:
+            return self
+        return _Block(lines, table, self.origin_ids, self.origin_ends, self.constants, slots)
 
     def origins(self) -> list[tuple[int, ...]]:
         ids, ends = self.origin_ids, self.origin_ends
@@ -156,23 +173,29 @@ def forget_printed(fn: Function) -> None:
 def _finish(writer: Writer, meta: MetaTable) -> _Block:
     writer.finish()
     ids, ends = writer.origins()
-    return _Block(tuple(writer.lines), writer.table(), ids, ends, tuple(meta.constants))
+    return _Block(tuple(writer.lines), writer.table(), ids, ends, tuple(meta.constants),
+                  writer.slots.seal())
 
 
 def _print_def(gv: GlobalVar, fn: Function, base: int, show_types: bool) -> _Block:
     writer, meta = Writer(), MetaTable(base)
     ExprPrinter(writer, meta, show_types).print_def(gv, fn)
+    if show_types:
+        writer.slots.detach_top(fn)  # the cache holds `fn` weakly: its block must not pin it
     return _finish(writer, meta)
 
 
 def _def_block(gv: GlobalVar, fn: Function, base: int, show_types: bool) -> _Block:
-    key = (gv.name_hint, gv.node_id, gv.span, base, show_types,
-           fn._checked_type if show_types else None)
+    # Types are filled in place (InferType), so a cached block is brought up to fn's
+    # types now: a trailer spliced in per node whose type changed, not a new print.
+    key = (gv.name_hint, gv.node_id, gv.span, base, show_types)
     with _CACHE_LOCK:
         per_fn = _CACHE.get(fn)
-        block = per_fn.get(key) if per_fn is not None else None
+        cached = per_fn.get(key) if per_fn is not None else None
+    block = cached.retyped(fn) if cached is not None else None
     if block is None:
         block = _print_def(gv, fn, base, show_types)
+    if block is not cached:
         with _CACHE_LOCK:
             _CACHE.setdefault(fn, {})[key] = block
     return block
@@ -213,15 +236,17 @@ class _Assembler:
         return PrintResult("\n".join(self.chunks), self.placed, self.constants)
 
 
-def _print(node: Any, show_meta_data: bool, show_types: bool, note: bool) -> PrintResult:
+def _print(node: Any, show_meta_data: bool, show_types: bool, note: bool,
+           reuse: bool = True) -> PrintResult:
     if isinstance(node, Type):
         return PrintResult(type_text(node), [], [])
     out = _Assembler()
     if isinstance(node, IRModule):
+        block_of = _def_block if reuse else _print_def
         for i, (gv, fn) in enumerate(node.items()):
             if i:
                 out.add_line("")
-            out.add(_def_block(gv, fn, len(out.constants), show_types))
+            out.add(block_of(gv, fn, len(out.constants), show_types))
     elif isinstance(node, Expr):
         out.add(_expr_block(node, show_types))
     else:
@@ -230,9 +255,11 @@ def _print(node: Any, show_meta_data: bool, show_types: bool, note: bool) -> Pri
 
 
 def print_ir(node: Expr | IRModule | Type, show_types: bool = False,
-             show_meta_data: bool = False) -> PrintResult:
-    """Print `node` and return the text with its source map (see the module docstring)."""
-    return _print(node, show_meta_data, show_types, note=False)
+             show_meta_data: bool = False, *, reuse: bool = True) -> PrintResult:
+    """Print `node` and return the text with its source map (see the module docstring);
+    `reuse=False` prints every function afresh, bypassing the cache (the reference that
+    reused and spliced prints are checked against)."""
+    return _print(node, show_meta_data, show_types, note=False, reuse=reuse)
 
 
 def astext(node: Expr | IRModule | Type, show_meta_data: bool = True,

@@ -34,7 +34,6 @@ from engine.relay.printer.format import (
     scalar_text,
     span_trailer,
     type_text,
-    type_trailer,
 )
 from engine.relay.printer.qparams import qparam_of, qparam_roles, values_note
 from engine.relay.printer.writer import Writer
@@ -97,7 +96,10 @@ class ExprPrinter:
         self.w = writer
         self.meta = meta
         self.show_types = show_types
-        self.scopes: list[dict[Expr, str]] = [{}]
+        # Every name visible here, and per open scope the nodes it bound (removed from
+        # `bound` when the scope closes): one lookup however deep the nesting.
+        self.bound: dict[Expr, str] = {}
+        self.scopes: list[list[Expr]] = [[]]
         self.var_names: dict[Var, str] = {}
         self.used_names: set[str] = set()
         self.next_suffix: dict[str, int] = {}
@@ -114,11 +116,10 @@ class ExprPrinter:
         w = self.w
         start = w.begin(fn)
         w.write("def ")
-        gv_start = w.begin(gv)
-        w.write("@" + name_or_quoted(gv.name_hint))
+        gv_start = w.begin(gv, "@" + name_or_quoted(gv.name_hint))
         w.end(gv, gv_start)
         self._signature(fn)
-        self._trailer(fn)
+        self.w.trailers(fn, self.show_types)
         w.end(fn, start)
         w.newline()
 
@@ -153,11 +154,15 @@ class ExprPrinter:
         return text
 
     def _lookup(self, node: Expr) -> str | None:
-        for scope in reversed(self.scopes):
-            name = scope.get(node)
-            if name is not None:
-                return name
-        return None
+        return self.bound.get(node)
+
+    def _open_scope(self) -> None:
+        self.scopes.append([])
+
+    def _close_scope(self) -> None:
+        bound = self.bound
+        for node in self.scopes.pop():
+            del bound[node]
 
     # --- scopes -------------------------------------------------------------------------
     def _block(self, body: Expr) -> None:
@@ -165,9 +170,9 @@ class ExprPrinter:
         w.write("{")
         w.newline()
         w.depth += 1
-        self.scopes.append({})
+        self._open_scope()
         self._scope_body(body)
-        self.scopes.pop()
+        self._close_scope()
         w.depth -= 1
         w.write("}")
 
@@ -182,7 +187,7 @@ class ExprPrinter:
             w.write(" = ")
             self._expr(node.value)
             w.write(";")
-            self._trailer(node)
+            self.w.trailers(node, self.show_types)
             w.end(node, start)
             w.newline()
             node = node.body
@@ -192,7 +197,8 @@ class ExprPrinter:
 
     def _bind_deps(self, root: Expr) -> None:
         """Bind, in post-order, every non-atomic dependency of `root` not yet bound."""
-        if isinstance(root, ATOMIC) or self._lookup(root) is not None:
+        bound = self.bound
+        if isinstance(root, ATOMIC) or root in bound:
             return
         stack: list[tuple[Expr, bool]] = [(root, False)]
         seen: set[Expr] = set()
@@ -207,20 +213,22 @@ class ExprPrinter:
             seen.add(node)
             stack.append((node, True))
             for kid in reversed(_deps(node)):
-                if kid not in seen and not isinstance(kid, ATOMIC) and self._lookup(kid) is None:
+                if kid not in seen and kid not in bound and not isinstance(kid, ATOMIC):
                     stack.append((kid, False))
 
     def _bind(self, node: Expr) -> None:
         w = self.w
         name = f"%{self.temps}"
         self.temps += 1
-        start = w.begin(node)
-        w.write(name + " = ")
-        self._render(node)
+        start = w.begin(node, name + " = ")
+        if type(node) is Call:  # most bindings: skip the dispatch
+            self._call(node)
+        else:
+            self._render(node)
         w.end(node, start)
-        w.write(";")
-        w.newline()
-        self.scopes[-1][node] = name
+        w.end_line(";")
+        self.bound[node] = name
+        self.scopes[-1].append(node)
 
     # --- expressions ----------------------------------------------------------------------
     def _expr(self, node: Expr) -> None:
@@ -244,29 +252,15 @@ class ExprPrinter:
             raise TypeError(f"the printer cannot print {type(node).__name__}")
         render(node)
 
-    def _trailer(self, node: Expr) -> None:
-        if self.show_types:
-            ty = node._checked_type
-            if ty is not None:
-                self.w.write(type_trailer(ty))
-        comment = span_trailer(node.span)
-        if comment:
-            self.w.write(comment)
-
     def _atom(self, node: Expr, text: str) -> None:
-        w = self.w
-        start = w.begin(node)
-        w.write(text)
-        self._trailer(node)
-        w.end(node, start)
+        self.w.atom(node, text, self.show_types)
 
     def _var_ref(self, var: Var) -> None:
         self.w.ref(var, self.var_name(var))
 
     def _var_def(self, var: Var) -> None:
         w = self.w
-        start = w.begin(var)
-        w.write(self.var_name(var))
+        start = w.begin(var, self.var_name(var))
         if var.type_annotation is not None:
             w.write(": " + type_text(var.type_annotation))
         comment = span_trailer(var.span)
@@ -278,18 +272,17 @@ class ExprPrinter:
         """`@name`, bare: a global names a function (its type and spans are the
         function's, printed with its definition), as TVM prints it."""
         w = self.w
-        start = w.begin(gv)
-        w.write("@" + name_or_quoted(gv.name_hint))
+        start = w.begin(gv, "@" + name_or_quoted(gv.name_hint))
         w.end(gv, start)
 
     def _op(self, op: Op) -> None:
         self.w.write(op.name)
 
     def _constant(self, const: Constant) -> None:
-        text = scalar_text(const.data.numpy()) if const.data.ndim == 0 else None
+        text = None if const.data.shape else scalar_text(const.data.numpy())
         if text is None:
             text = f"meta[relay.Constant][{self.meta.index(const)}]"
-        self._atom(const, text)
+        self.w.atom(const, text, self.show_types)
 
     def _qparam(self, const: Constant, role: str) -> None:
         """A scale or zero point of a qnn call: its value, or its meta reference plus a
@@ -303,24 +296,36 @@ class ExprPrinter:
 
     def _call(self, call: Call) -> None:
         w = self.w
-        self._expr(call.op)
-        w.write("(")
-        expr = self._expr
-        roles = qparam_roles(call)
+        op = call.op
+        if isinstance(op, Op):
+            w.write(op.name + "(")
+            roles = qparam_roles(call)
+        else:
+            self._expr(op)
+            w.write("(")
+            roles = ()
+        bound, expr = self.bound, self._expr
         for i, arg in enumerate(call.args):
             if i:
                 w.write(", ")
+            name = bound.get(arg)
             role = roles[i] if roles else None
-            if role is not None and isinstance(arg, Constant):
+            if name is not None:  # the common case: an operand bound to %N before
+                w.ref(arg, name)
+            elif type(arg) is Var:
+                w.ref(arg, self.var_names.get(arg) or self.var_name(arg))
+            elif role is not None and isinstance(arg, Constant):
                 self._qparam(arg, role)
+            elif type(arg) is Constant:
+                self._constant(arg)
             else:
                 expr(arg)
-        attrs = attrs_text(call.attrs) if call.attrs else ""
+        attrs = attrs_text(call.attrs)  # "" for none (memoized by the attrs object)
         if attrs:
             w.write((", " + attrs if call.args else attrs) + ")")
         else:
             w.write(")")
-        self._trailer(call)
+        self.w.trailers(call, self.show_types)
 
     def _tuple(self, tup: Tuple) -> None:
         w = self.w
@@ -330,12 +335,12 @@ class ExprPrinter:
                 w.write(", ")
             self._expr(field)
         w.write(",)" if len(tup.fields) == 1 else ")")
-        self._trailer(tup)
+        self.w.trailers(tup, self.show_types)
 
     def _getitem(self, item: TupleGetItem) -> None:
         self._expr(item.tuple_value)
         self.w.write(f".{item.index}")
-        self._trailer(item)
+        self.w.trailers(item, self.show_types)
 
     def _if(self, ite: If) -> None:
         w = self.w
@@ -345,19 +350,19 @@ class ExprPrinter:
         self._block(ite.true_branch)
         w.write(" else ")
         self._block(ite.false_branch)
-        self._trailer(ite)
+        self.w.trailers(ite, self.show_types)
 
     def _function(self, fn: Function) -> None:
         self.w.write("fn ")
         self._signature(fn)
-        self._trailer(fn)
+        self.w.trailers(fn, self.show_types)
 
     def _let_block(self, let: Let) -> None:
         self._block(let)
 
     def _signature(self, fn: Function) -> None:
         w = self.w
-        self.scopes.append({})
+        self._open_scope()
         w.write("(")
         for i, param in enumerate(fn.params):
             if i:
@@ -371,4 +376,4 @@ class ExprPrinter:
             w.write(" -> " + type_text(fn.ret_type))
         w.write(" ")
         self._block(fn.body)
-        self.scopes.pop()
+        self._close_scope()

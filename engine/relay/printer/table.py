@@ -69,17 +69,19 @@ def _first_use_order(indices: np.ndarray) -> np.ndarray:
 class SourceMapTable:
     """A source map as an int64 row table plus its string tables (see module docstring)."""
 
-    __slots__ = ("rows", "names", "span_sets", "qparams")
+    __slots__ = ("rows", "names", "span_sets", "qparams", "is_canonical")
 
     def __init__(self, rows: np.ndarray, names: Sequence[str],
                  span_sets: Sequence[tuple[str, ...]],
-                 qparams: Mapping[int, dict[str, Any]] | None = None) -> None:
+                 qparams: Mapping[int, dict[str, Any]] | None = None,
+                 is_canonical: bool = False) -> None:
         if rows.ndim != 2 or rows.shape[1] != len(COLUMNS):
             raise ValueError(f"source map rows must be (n, {len(COLUMNS)}), got {rows.shape}")
         self.rows = rows
         self.names = tuple(names)
         self.span_sets = tuple(tuple(s) for s in span_sets)
         self.qparams = dict(qparams or {})
+        self.is_canonical = is_canonical  # known to be its own canonical() (see there)
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
@@ -120,7 +122,9 @@ class SourceMapTable:
         chunks = [table._remapped(offset, interner) for offset, table in parts]
         rows = np.concatenate(chunks) if chunks else np.zeros((0, len(COLUMNS)), np.int64)
         qparams = {k: v for _, table in parts for k, v in table.qparams.items()}
-        return cls(rows, list(interner.names), list(interner.spans), qparams)
+        # Canonical parts in text order intern their strings in first-use order.
+        return cls(rows, list(interner.names), list(interner.spans), qparams,
+                   all(table.is_canonical for _, table in parts))
 
     def shifted(self, lines: int) -> SourceMapTable:
         """The same entries `lines` lines further down."""
@@ -128,11 +132,15 @@ class SourceMapTable:
         if lines:
             rows[:, START_LINE] += lines
             rows[:, END_LINE] += lines
-        return SourceMapTable(rows, self.names, self.span_sets, self.qparams)
+        return SourceMapTable(rows, self.names, self.span_sets, self.qparams, self.is_canonical)
 
     def canonical(self) -> SourceMapTable:
         """The same map with its strings in first-use order (as `from_json` builds them) and
-        unused ones dropped, so equal maps have equal tables, byte for byte."""
+        unused ones dropped, so equal maps have equal tables, byte for byte (itself when it
+        is so already: a printed table is made canonical once, and shifting lines or
+        concatenating canonical tables keeps it so)."""
+        if self.is_canonical:
+            return self
         rows = self.rows.copy()
         names = _first_use_order(rows[:, [KIND, OP]].ravel())
         name_map = np.full(len(self.names) + 1, -1, dtype=np.int64)
@@ -144,7 +152,8 @@ class SourceMapTable:
         set_map[sets] = np.arange(sets.size)
         rows[:, SPANS] = set_map[rows[:, SPANS]]
         return SourceMapTable(rows, [self.names[i] for i in names.tolist()],
-                              [self.span_sets[i] for i in sets.tolist()], self.qparams)
+                              [self.span_sets[i] for i in sets.tolist()], self.qparams,
+                              is_canonical=True)
 
     def without_refs(self) -> SourceMapTable:
         return SourceMapTable(self.rows[self.rows[:, REF] == 0], self.names, self.span_sets,

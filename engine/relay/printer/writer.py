@@ -2,10 +2,10 @@
 
 Positions are (line, column) with a 0-based line relative to the block being
 written and a 0-based column; the module printer shifts lines when it places
-a block. Entries go straight into a flat int array (nine ints each, the columns
+a block. Entries go straight into one flat list of ints (nine each, the columns
 of `printer.table.SourceMapTable`), with kinds, op names and spans interned, so
-a 100k-node program leaves no per-entry Python objects behind for the garbage
-collector to walk; `table()` sorts them into text order.
+a 100k-node program leaves no per-entry containers for the garbage collector to
+walk; `table()` turns them into an int64 table in text order.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from engine.ir.expr import Call, Expr
 from engine.ir.op import Op
 from engine.ir.span import SpanLike
 from engine.relay.printer.format import span_names as _names_of_span
+from engine.relay.printer.format import span_trailer as _span_trailer
+from engine.relay.printer.format import type_trailer as _type_trailer
+from engine.relay.printer.retype import TypeSlots
 from engine.relay.printer.table import (
     COLUMNS,
     END_COL,
@@ -48,16 +51,19 @@ class Writer:
     """Accumulates lines; `begin`/`end` bracket a printed expression, `ref` a use of one."""
 
     __slots__ = ("lines", "parts", "col", "depth", "flat", "origin_ids", "origin_ends",
-                 "_starts", "_open", "_closed", "_names", "_spans", "_span_objs", "notes")
+                 "_starts", "_open", "_closed", "_names", "_spans", "_span_objs", "notes",
+                 "slots", "_ids", "_kind_op")
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.parts: list[str] = []
         self.col = 0
         self.depth = 0
-        self.flat = array("q")
-        self.origin_ids = array("q")
-        self.origin_ends = array("q")
+        # Plain lists while printing (a list takes a tuple of ints several times faster
+        # than an int array); table() and origins() hand out compact arrays.
+        self.flat: list[int] = []
+        self.origin_ids: list[int] = []
+        self.origin_ends: list[int] = []
         self._starts: list[int] = []
         self._open: list[int] = []
         self._closed = 0
@@ -65,6 +71,9 @@ class Writer:
         self._spans: dict[int, int] = {}
         self._span_objs: list[SpanLike] = []
         self.notes: dict[int, dict[str, Any]] = {}
+        self.slots = TypeSlots()
+        self._ids: dict[Expr, tuple[int, int, int]] = {}
+        self._kind_op: dict[object, tuple[int, int]] = {}
 
     def _start_line(self) -> None:
         pad = INDENT * self.depth
@@ -91,28 +100,74 @@ class Writer:
         self.origin_ends.append(len(self.origin_ids))
         self._closed = 0
 
-    def begin(self, node: Expr) -> tuple[int, int]:
+    def begin(self, node: Expr, text: str = "") -> tuple[int, int]:
+        """Open `node`'s entry here, and write `text` (its first words) after the start."""
         if not self.parts:
             self._start_line()
         self._starts.append(node.node_id)
         self._open.append(node.node_id)
-        return (len(self.lines), self.col)
+        start = (len(self.lines), self.col)
+        if text:
+            self.parts.append(text)
+            self.col += len(text)
+        return start
 
     def end(self, node: Expr, start: tuple[int, int]) -> None:
         self._open.pop()
         self._closed = node.node_id
-        self.flat.extend((node.node_id, self._name(node.kind), start[0], start[1],
-                          len(self.lines), self.col, self._span(node.span),
-                          self._name(op_name(node)), 0))
+        kind, span, op = self._ids.get(node) or self._interned(node)
+        self.flat.extend((node.node_id, kind, start[0], start[1], len(self.lines), self.col,
+                          span, op, 0))
 
     def ref(self, node: Expr, text: str) -> None:
         if not self.parts:
             self._start_line()
         line, col = len(self.lines), self.col
         self.parts.append(text)
+        self.col = end = col + len(text)
+        kind, span, op = self._ids.get(node) or self._interned(node)
+        self.flat.extend((node.node_id, kind, line, col, line, end, span, op, 1))
+
+    def atom(self, node: Expr, text: str, show_types: bool) -> None:
+        """`node` whole, as `text` and its trailers: `begin`, `write`, `trailers`, `end`."""
+        if not self.parts:
+            self._start_line()
+        line, col = len(self.lines), self.col
+        self._starts.append(node.node_id)
+        self.parts.append(text)
         self.col += len(text)
-        self.flat.extend((node.node_id, self._name(node.kind), line, col, line, self.col,
-                          self._span(node.span), self._name(op_name(node)), 1))
+        self.trailers(node, show_types)
+        self._closed = node.node_id
+        kind, span, op = self._ids.get(node) or self._interned(node)
+        self.flat.extend((node.node_id, kind, line, col, line, self.col, span, op, 0))
+
+    def trailers(self, node: Expr, show_types: bool) -> None:
+        """What follows `node`'s own text: with `show_types`, its ` /* ty=... */` if it has
+        a type and its type slot either way (see `printer.retype`); then its span comment."""
+        parts = self.parts
+        if not parts:
+            self._start_line()
+        if show_types:
+            ty = node._checked_type
+            slots = self.slots
+            slots.nodes.append(node)
+            slots.types.append(ty)
+            if ty is None:
+                slots.pos.extend((len(self.lines), self.col, 0))
+            else:
+                text = _type_trailer(ty)
+                slots.pos.extend((len(self.lines), self.col, len(text)))
+                parts.append(text)
+                self.col += len(text)
+        comment = _span_trailer(node.span)
+        if comment:
+            parts.append(comment)
+            self.col += len(comment)
+
+    def end_line(self, text: str) -> None:
+        """`text` (a `;`) and the end of the line."""
+        self.parts.append(text)
+        self.newline()
 
     def note(self, node: Expr, qparam: dict[str, Any]) -> None:
         """Values the source map carries for `node` (a qnn call's scale or zero point)."""
@@ -123,6 +178,16 @@ class Writer:
             self.newline()
 
     # --- interning ----------------------------------------------------------------------
+    def _interned(self, node: Expr) -> tuple[int, int, int]:
+        """`node`'s kind, span and op as table indices, once per node (a bound node has
+        one entry for its definition and one per use)."""
+        key = node.op if isinstance(node, Call) else type(node)  # what decides kind and op
+        kind_op = self._kind_op.get(key)
+        if kind_op is None:
+            kind_op = self._kind_op[key] = (self._name(node.kind), self._name(op_name(node)))
+        found = self._ids[node] = (kind_op[0], self._span(node.span), kind_op[1])
+        return found
+
     def _name(self, text: str | None) -> int:
         found = self._names.get(text)
         if found is None:
@@ -140,8 +205,8 @@ class Writer:
 
     def table(self) -> SourceMapTable:
         """The entries in text order: by start, then the enclosing (longer) range first."""
-        rows = np.frombuffer(self.flat, dtype=np.int64).reshape(-1, len(COLUMNS)) \
-            if self.flat else np.zeros((0, len(COLUMNS)), dtype=np.int64)
+        rows = np.fromiter(self.flat, dtype=np.int64, count=len(self.flat)).reshape(
+            -1, len(COLUMNS))
         order = np.lexsort((-rows[:, END_COL], -rows[:, END_LINE], rows[:, START_COL],
                             rows[:, START_LINE]))
         rows = rows[order]
@@ -150,8 +215,8 @@ class Writer:
                           for s in self._span_objs] or [0], dtype=np.int64)
         rows[:, SPANS] = remap[rows[:, SPANS]]
         names = [n for n in self._names if n is not None]
-        return SourceMapTable(rows, names, list(sets), self.notes)
+        return SourceMapTable(rows, names, list(sets), self.notes).canonical()
 
     def origins(self) -> tuple[array[int], array[int]]:
         """Per line, the ids of the nodes on it: flat ids and each line's end offset."""
-        return self.origin_ids, self.origin_ends
+        return array("q", self.origin_ids), array("q", self.origin_ends)
