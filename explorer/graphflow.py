@@ -1,0 +1,259 @@
+"""The dataflow of one snapshot, read from its source-map table and text in array passes:
+the printed expressions as a tree of table rows (an entry's children are the entries
+directly inside its text range; a use of a bound name points to its definition), which
+rows are graph nodes, and each node's operand producers.
+
+Nothing here makes an object per expression: a node's record (label, type, spans) is made
+only when asked for (`Dataflow.record`), so a 50,000-node snapshot's hierarchy and edges
+cost a few hundred milliseconds and only the groups a user opens are ever turned into JSON.
+
+A fused function called once stands for its body: its parameters are replaced by the
+call's arguments and the call by the body's result. A fused function called more than once
+keeps its parameters as nodes, each fed by the matching argument of every call, and each
+call reads the body's result, so the function's group has edges in and out.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from explorer.compiler import SourceMapTable
+from explorer.compiler import source_map_table as _columns
+from explorer.protocol.http import GraphNode
+
+_TYPE = re.compile(r"/\* ty=(.*?) \*/")
+VALUE_KINDS = frozenset({"call", "constant", "tuple", "tuple_getitem", "let", "if", "var"})
+_C = _columns
+
+
+def _offsets(text: str) -> np.ndarray:
+    """The character offset of each line's start (1-based lines index it minus one)."""
+    starts = [0]
+    for m in re.finditer("\n", text):
+        starts.append(m.end())
+    return np.asarray(starts, dtype=np.int64)
+
+
+class Rows:
+    """The source map's entries sorted by text position, as parallel lists by row."""
+
+    def __init__(self, text: str, source_map: list[dict[str, Any]] | SourceMapTable) -> None:
+        table = source_map if isinstance(source_map, SourceMapTable) \
+            else SourceMapTable.from_json(source_map)
+        rows = table.rows
+        line_start = _offsets(text)
+        last = len(line_start)
+
+        def pos(line: int, col: int) -> np.ndarray:
+            return np.asarray(line_start[np.clip(rows[:, line], 1, last) - 1] + rows[:, col])
+
+        start, end = pos(_C.START_LINE, _C.START_COL), pos(_C.END_LINE, _C.END_COL)
+        order = np.lexsort((-end, start))
+        names = np.asarray([*table.names, None], dtype=object)  # op -1 -> None
+        self.nid: list[int] = rows[order, _C.NODE].tolist()
+        self.kind: list[str] = names[rows[order, _C.KIND]].tolist()
+        self.op: list[str | None] = names[rows[order, _C.OP]].tolist()
+        self.start: list[int] = start[order].tolist()
+        self.end: list[int] = end[order].tolist()
+        self.ref: list[int] = rows[order, _C.REF].tolist()
+        self.span_set: list[int] = rows[order, _C.SPANS].tolist()
+        self.line: list[int] = rows[order, _C.START_LINE].tolist()
+        self.span_sets = table.span_sets
+        self.parent = self._parents()
+        self._children(np.asarray(self.parent, dtype=np.int64))
+        ref = np.asarray(self.ref, dtype=bool)
+        nonref = np.flatnonzero(~ref)
+        ids, first = np.unique(np.asarray(self.nid, dtype=np.int64)[nonref], return_index=True)
+        self.defs: dict[int, int] = dict(zip(ids.tolist(), nonref[first].tolist(), strict=True))
+        self.def_rows: list[int] = sorted(self.defs.values())
+
+    def __len__(self) -> int:
+        return len(self.nid)
+
+    def _parents(self) -> list[int]:
+        parent = [-1] * len(self.nid)
+        stack: list[int] = []
+        end = self.end
+        for i, s in enumerate(self.start):
+            while stack and end[stack[-1]] <= s:
+                stack.pop()
+            if stack:
+                parent[i] = stack[-1]
+            stack.append(i)
+        return parent
+
+    def _children(self, parent: np.ndarray) -> None:
+        order = np.argsort(parent, kind="stable")  # by parent, in text order within one
+        counts = np.bincount(parent + 1, minlength=len(parent) + 1)
+        self._kid_order: list[int] = order.tolist()
+        self._kid_off: list[int] = np.concatenate(([0], np.cumsum(counts))).tolist()
+
+    def children(self, r: int) -> list[int]:
+        return self._kid_order[self._kid_off[r + 1]:self._kid_off[r + 2]]
+
+    def resolve(self, r: int) -> int:
+        return self.defs.get(self.nid[r], r) if self.ref[r] else r
+
+    def spans(self, r: int) -> tuple[str, ...]:
+        s = self.span_set[r]
+        return self.span_sets[s] if s >= 0 else ()
+
+    def operands(self, r: int) -> list[int]:
+        kids = [c for c in self.children(r) if self.kind[c] != "global_var"]
+        if self.kind[r] != "function" or not kids:
+            return kids
+        params = [c for c in kids if self.kind[c] == "var" and not self.ref[c]]
+        return [*params, kids[-1]]
+
+    def own_text(self, text: str, r: int) -> str:
+        parts, pos = [], self.start[r]
+        for c in self.children(r):
+            parts.append(text[pos:self.start[c]])
+            pos = max(pos, self.end[c])
+        parts.append(text[pos:self.end[r]])
+        return "".join(parts)
+
+
+class Dataflow:
+    """Graph nodes (rows), their producers, and the fused functions that become groups."""
+
+    def __init__(self, text: str, source_map: list[dict[str, Any]] | SourceMapTable) -> None:
+        self.text = text
+        self.rows = Rows(text, source_map)
+        self.subst: dict[int, int] = {}  # row of a fused param / elided call -> what it stands for
+        self.fed: dict[int, list[int]] = {}  # row of a param / call of a multi-called function -> its feeds
+        self.functions: list[tuple[int, list[int]]] = []  # fused function row, its call rows
+        self._plan_functions()
+        self.nodes: list[int] = [r for r in self.rows.def_rows if self._shown(r)]
+        self.inputs: list[list[int]] = [self._inputs(r) for r in self.nodes]
+
+    def callee(self, call: int) -> int | None:
+        rows = self.rows
+        kids = rows.children(call)
+        if not kids or rows.kind[kids[0]] not in ("function", "global_var"):
+            return None
+        return rows.resolve(kids[0]) if rows.kind[kids[0]] == "function" else kids[0]
+
+    def _plan_functions(self) -> None:
+        rows = self.rows
+        calls: dict[int, list[int]] = {}
+        for r in rows.def_rows:
+            if rows.kind[r] == "call" and rows.op[r] is None:
+                fn = self.callee(r)
+                if fn is not None and rows.kind[fn] == "function":
+                    calls.setdefault(fn, []).append(r)
+        for r in rows.def_rows:
+            if rows.kind[r] != "function" or rows.parent[r] < 0:
+                continue
+            sites = calls.get(r, [])
+            self.functions.append((r, sites))
+            body = rows.operands(r)
+            params, result = body[:-1], body[-1]
+            sites = [s for s in sites if len(rows.children(s)) - 1 == len(params)]
+            if len(sites) == 1:
+                self.subst[sites[0]] = result
+                for param, arg in zip(params, rows.children(sites[0])[1:], strict=True):
+                    self.subst[param] = arg
+            elif sites:  # called more than once: params fed by every call, calls read the result
+                for k, param in enumerate(params):
+                    self.fed[param] = [rows.children(s)[1 + k] for s in sites]
+                for s in sites:
+                    self.fed[s] = [result]
+
+    def producer(self, r: int) -> int:
+        rows = self.rows
+        r = rows.resolve(r)
+        for _ in range(10_000):
+            if r not in self.subst:
+                break
+            r = rows.resolve(self.subst[r])
+        return r
+
+    def _shown(self, r: int) -> bool:
+        rows = self.rows
+        kind = rows.kind[r]
+        if kind not in VALUE_KINDS or r in self.subst:
+            return False
+        if kind == "var":  # a module input or a parameter nothing substitutes
+            up = rows.parent[r]
+            return not (up >= 0 and rows.kind[up] == "let")
+        return True
+
+    def _inputs(self, r: int) -> list[int]:
+        rows = self.rows
+        if r in self.fed:
+            kids = self.fed[r]
+        else:
+            kids = rows.children(r)
+            if rows.kind[r] == "call" and self.callee(r) is not None:
+                kids = kids[1:]
+        return [rows.nid[self.producer(k)] for k in kids
+                if rows.kind[k] not in ("global_var", "function")]
+
+    def enclosing_fn(self, r: int) -> int:
+        """The fused (nested) function row around row `r`, or -1."""
+        rows = self.rows
+        up = rows.parent[r]
+        while up >= 0:
+            if rows.kind[up] == "function":
+                return up if rows.parent[up] >= 0 else -1
+            up = rows.parent[up]
+        return -1
+
+    def root_of(self, r: int) -> int:
+        while self.rows.parent[r] >= 0:
+            r = self.rows.parent[r]
+        return r
+
+    def roots(self) -> dict[int, str]:
+        """Global function rows -> their names."""
+        rows = self.rows
+        out = {}
+        for r in range(len(rows)):
+            if rows.parent[r] < 0 and rows.kind[r] == "function":
+                name = next((self.text[rows.start[c]:rows.end[c]] for c in rows.children(r)
+                             if rows.kind[c] == "global_var"), "")
+                out[r] = name
+        return out
+
+    def label(self, r: int) -> str:
+        rows = self.rows
+        kind = rows.kind[r]
+        if kind == "call":
+            if rows.op[r]:
+                return str(rows.op[r])
+            fn = self.callee(r)
+            if fn is not None and rows.kind[fn] == "global_var":
+                return self.text[rows.start[fn]:rows.end[fn]]
+            return "call"
+        if kind == "var":
+            return self.text[rows.start[r]:rows.end[r]].split(":", 1)[0]
+        return kind
+
+    def fn_label(self, fn: int) -> str:
+        rows = self.rows
+        ops: list[str] = []
+        stack = [fn]
+        while stack:
+            r = stack.pop()
+            for kid in rows.children(r):
+                if rows.ref[kid]:
+                    continue
+                op = rows.op[kid]
+                if rows.kind[kid] == "call" and op:
+                    ops.append(op)
+                stack.append(kid)
+        names = [o.removeprefix("nn.") for o in sorted(set(ops), key=ops.index)]
+        shown = "+".join(names[:3]) + ("+…" if len(names) > 3 else "")
+        return f"fn {shown}" if shown else "fn"
+
+    def record(self, k: int, group: int) -> GraphNode:
+        """The protocol record of node `k` (an index into `nodes`)."""
+        rows, r = self.rows, self.nodes[k]
+        ty = _TYPE.search(rows.own_text(self.text, r))
+        return GraphNode(id=rows.nid[r], kind=rows.kind[r], op=rows.op[r], label=self.label(r),
+                         type=ty.group(1) if ty else None, line=rows.line[r],
+                         spans=list(rows.spans(r)), inputs=self.inputs[k], group=group)
