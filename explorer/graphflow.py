@@ -228,7 +228,7 @@ class Dataflow:
             fn = self.callee(r)
             if fn is not None and rows.kind[fn] == "global_var":
                 return self.text[rows.start[fn]:rows.end[fn]]
-            return "call"
+            return f"call {self.fn_label(fn)}" if fn is not None else "call"
         if kind == "var":
             return self.text[rows.start[r]:rows.end[r]].split(":", 1)[0]
         return kind
