@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from explorer_helpers import collect_until, start, subscribe, terminal, upload
+from shared_models import chain_relay_text
 
 import engine as tvm
 from engine import relay, transform
@@ -366,17 +367,6 @@ def test_a_lazy_graph_draws_the_same_boxes_and_edges_as_the_whole() -> None:
     assert out["again"] == []
 
 
-def chain_text(n: int) -> str:
-    """A chain of `n` elementwise ops, each with a layer span (`chain/opK`)."""
-    lines = ['#[version = "0.0.5"]', "def @main(%x: Tensor[(1, 4), float32]) {"]
-    prev = "%x"
-    for k in range(n - 1):
-        lines.append(f"  %{k} = {'nn.relu' if k % 2 else 'tanh'}({prev}) /* chain/op{k} */;")
-        prev = f"%{k}"
-    lines += [f"  nn.relu({prev}) /* chain/op{n - 1} */", "}", ""]
-    return "\n".join(lines)
-
-
 def test_lazy_graph_endpoints(client: Any, sock: Any) -> None:
     """Over the lazy threshold the first answer holds every group and node id but only the
     nodes of the groups open by default; members and search answer the rest; bad input is a
@@ -384,7 +374,7 @@ def test_lazy_graph_endpoints(client: Any, sock: Any) -> None:
     from explorer.graphserve import GraphCache
 
     client.application.extensions["explorer.graphs"] = GraphCache(prefetch=False, lazy_nodes=2)
-    session = upload(client, chain_text(150))
+    session = upload(client, chain_relay_text(150))
     run_id = start(sock, session["id"], passes=["InferType", "FuseOps"])
     subscribe(sock, run_id)
     events = collect_until(sock, terminal)
