@@ -43,6 +43,7 @@ from bench_browser import (
     timed_click,
     upload_text,
 )
+from trace_summary import TRACE_CATEGORIES, long_tasks
 
 MODELS = ("resnet50", "bert12", "chain_50000")
 COLUMNS = ("model", "nodes", "boxes", "first render ms", "render ms (median)",
@@ -82,8 +83,12 @@ def first_render(page: Any, fuse: dict[str, Any], other: dict[str, Any], repeat:
     return times
 
 
-def expand_collapse(page: Any, repeat: int) -> tuple[list[float], float]:
+def expand_collapse(page: Any, repeat: int, trace: Any = None) -> tuple[list[float], float]:
+    """`trace`: the browser, to record a Chromium performance trace meanwhile and print what
+    each main-thread task over 50 ms spent its time on (bench/trace_summary.py)."""
     latencies, longest = [], 0.0
+    if trace is not None:
+        trace.start_tracing(page=page, categories=TRACE_CATEGORIES)
     for _ in range(repeat):
         for _action in ("expand", "collapse"):
             key = page.evaluate(f"""() => {{ const v = {VIEW};
@@ -115,6 +120,11 @@ def expand_collapse(page: Any, repeat: int) -> tuple[list[float], float]:
             latencies.append(page.evaluate("performance.now()") - t0)
             gaps = page.evaluate("window.__frames.stop()")
             longest = max([longest, *gaps])
+    if trace is not None:
+        for task in long_tasks(trace.stop_tracing()):
+            print(f"bench_graph: long task {task['ms']} ms while expanding/collapsing:")
+            for name, ms in task["parts"]:
+                print(f"    {ms:8.1f} ms  {name}")
     return latencies, longest
 
 
@@ -156,7 +166,7 @@ def api_get(base: str, path: str) -> Any:
         return json.loads(resp.read())
 
 
-def bench_model(pw: Any, base: str, name: str, repeat: int) -> Row:
+def bench_model(pw: Any, base: str, name: str, repeat: int, trace: bool = False) -> Row:
     path = ROOT / "bench" / "models" / f"{name}.onnx"
     reuse = finished_run(base, name)
     if reuse is None and not path.exists():
@@ -183,7 +193,7 @@ def bench_model(pw: Any, base: str, name: str, repeat: int) -> Row:
         row: Row = {"model": name, "nodes": int(page.evaluate(f"{PANE}.dataset.nodes")),
                     "boxes": int(page.evaluate(f"{PANE}.dataset.boxes")),
                     "first render ms": renders[0], "render ms (median)": median_of(renders[1:])}
-        latencies, longest = expand_collapse(page, repeat)
+        latencies, longest = expand_collapse(page, repeat, browser if trace else None)
         row["expand/collapse ms (median)"] = median_of(latencies)
         row["longest frame while expanding ms"] = longest
         gaps, draws = pan_zoom(page)
@@ -200,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--trace", action="store_true", help="record a Chromium trace while "
+                        "expanding and collapsing; print the long tasks' parts")
     parser.add_argument("--server", help="a running server (URL) whose finished runs of the "
                         "models are reused (chain_50000's run takes minutes on a busy machine)")
     args = parser.parse_args(argv)
@@ -217,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                 sync_playwright() as pw:
             for name in args.models:
                 try:
-                    rows.append(bench_model(pw, base, name, max(1, args.repeat)))
+                    rows.append(bench_model(pw, base, name, max(1, args.repeat), args.trace))
                 except NotAvailable as why:
                     rows.append({"model": name})
                     notes.append(f"{name}: not available: {why}")
