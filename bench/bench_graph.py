@@ -80,6 +80,9 @@ def first_render(page: Any, fuse: dict[str, Any], other: dict[str, Any], repeat:
             raise NotAvailable(f"the graph of snapshot {chosen['after']} never showed: {shown}") from err
         if chosen is fuse:
             times.append(ms)
+            print(f"bench_graph: first render {ms:.0f} ms, of which the graph's answer "
+                  f"{page.evaluate(f'{PANE}.dataset.fetchMs')} ms, laid out in "
+                  f"{page.evaluate(f'{PANE}.dataset.layoutMs')} ms (load {os.getloadavg()[0]:.1f})")
     return times
 
 

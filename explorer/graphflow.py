@@ -16,6 +16,7 @@ call reads the body's result, so the function's group has edges in and out.
 from __future__ import annotations
 
 import re
+from array import array
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,12 @@ class Rows:
 
     def __len__(self) -> int:
         return len(self.nid)
+
+    def compact(self) -> None:
+        """The int columns as machine arrays (8 bytes a value, not an object): for an index
+        kept in a cache once its hierarchy is built (~1/4 of the memory at 50k nodes)."""
+        for name in ("nid", "start", "end", "ref", "span_set", "line", "parent", "_kid_order", "_kid_off"):
+            setattr(self, name, array("q", getattr(self, name)))
 
     def _parents(self) -> list[int]:
         parent = [-1] * len(self.nid)

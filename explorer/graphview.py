@@ -261,6 +261,7 @@ class GraphIndex:
                       | (BARE if rows.kind[r] == "call" and not rows.spans(r) else 0)
                       for r in flow.nodes]
         self.groups = self._records()
+        rows.compact()
 
     def _records(self) -> list[GraphGroup]:
         rows, flow = self.flow.rows, self.flow

@@ -119,6 +119,7 @@ export class GraphPane extends Pane {
       this.root.dataset.diff = "loading";
       const graphsById = await Promise.all(Object.values(shown).map(fetchGraph));
       if (seq !== this.seq) return;
+      this.root.dataset.fetchMs = String(Math.round(performance.now() - t0));
       this.rememberExpanded();
       this.groupKey = null;
       for (const c of this.canvases()) c.destroy();
