@@ -39,6 +39,19 @@ def _name(e: dict[str, Any]) -> str:
     return str(e["name"])
 
 
+def _complete(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Complete events ("X"), with begin/end pairs ("B"/"E") joined into them."""
+    out = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    open_: list[dict[str, Any]] = []
+    for e in sorted((e for e in events if e.get("ph") in ("B", "E")), key=lambda e: e["ts"]):
+        if e["ph"] == "B":
+            open_.append(e)
+        elif open_:
+            begin = open_.pop()
+            out.append({**begin, "ph": "X", "dur": e["ts"] - begin["ts"]})
+    return out
+
+
 def long_tasks(raw: bytes, over_ms: float = 50.0, depth: int = 2) -> list[dict[str, Any]]:
     """The tasks longer than `over_ms` and their parts down to `depth` levels (see module)."""
     trace = json.loads(raw)
@@ -46,8 +59,8 @@ def long_tasks(raw: bytes, over_ms: float = 50.0, depth: int = 2) -> list[dict[s
     main = _main_thread(events)
     if main is None:
         return []
-    spans = sorted((e for e in events if (e.get("pid"), e.get("tid")) == main
-                    and e.get("ph") == "X" and "dur" in e), key=lambda e: (e["ts"], -e["dur"]))
+    spans = sorted(_complete([e for e in events if (e.get("pid"), e.get("tid")) == main]),
+                   key=lambda e: (e["ts"], -e["dur"]))
     out = []
     for i, task in enumerate(spans):
         if task["name"] != "RunTask" or task["dur"] < over_ms * 1000:
