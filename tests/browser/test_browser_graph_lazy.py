@@ -29,9 +29,9 @@ def chain(browser: Any, server: str, tmp_path_factory: pytest.TempPathFactory) -
         page.goto(f"/s/{session['id']}")
         run_id, events = run_on_page(page, server, quick=True)
     leaves = [e["data"] for e in events if e["type"] == "pass_finished" and e["data"]["leaf"]]
-    fuse = next(p for p in leaves if p["name"] == "FuseOps" and p["changed"])
-    graph = api_get(server, f"/api/snapshots/{fuse['after']}/graph")
-    yield {"session": session["id"], "run": run_id, "fuse": fuse, "graph": graph}
+    k = next(i for i, p in enumerate(leaves) if p["name"] == "FuseOps" and p["changed"])
+    graph = api_get(server, f"/api/snapshots/{leaves[k]['after']}/graph")
+    yield {"session": session["id"], "run": run_id, "fuse": leaves[k], "next": leaves[k + 1], "graph": graph}
 
 
 def _open(page: Any, chain: dict[str, Any]) -> None:
@@ -102,6 +102,12 @@ def test_search_opens_a_closed_group(browser: Any, server: str, chain: dict[str,
         page.wait_for_function(f"{PANE}.dataset.selectedKey === 'n{target['id']}'")
         assert f"n{target['id']}" in _keys(page) and _fetches(page) >= 1
         assert page.get_by_test_id("expr-node").text_content() == f"%{target['id']}"
+        # the next pass's graph (lazy too) opens the groups down to the same node
+        after = chain["next"]["after"]
+        page.get_by_test_id("pass-list").locator(f".pass-row[data-pass-index='{chain['next']['pass_index']}']").click()
+        page.wait_for_function(f"{PANE}.dataset.state === 'ready' && {PANE}.dataset.snapshot === '{after}'")
+        page.wait_for_function(f"{PANE}.dataset.selectedKey === 'n{target['id']}'")
+        assert f"n{target['id']}" in _keys(page)
         assert not errors
 
 
