@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from bisect import bisect_left
 from typing import Any
 
 import numpy as np
@@ -67,9 +68,16 @@ class Rows:
         self._children(np.asarray(self.parent, dtype=np.int64))
         ref = np.asarray(self.ref, dtype=bool)
         nonref = np.flatnonzero(~ref)
-        ids, first = np.unique(np.asarray(self.nid, dtype=np.int64)[nonref], return_index=True)
-        self.defs: dict[int, int] = dict(zip(ids.tolist(), nonref[first].tolist(), strict=True))
+        nid = np.asarray(self.nid, dtype=np.int64)
+        ids, first = np.unique(nid[nonref], return_index=True)
+        def_row = nonref[first]
+        self.defs: dict[int, int] = dict(zip(ids.tolist(), def_row.tolist(), strict=True))
         self.def_rows: list[int] = sorted(self.defs.values())
+        # each row resolved: a use of a bound name -> the row defining it
+        at = np.minimum(np.searchsorted(ids, nid), max(len(ids) - 1, 0))
+        known = ref & (ids[at] == nid) if len(ids) else np.zeros_like(ref)
+        self.res: list[int] = np.where(known, def_row[at] if len(ids) else 0,
+                                       np.arange(len(nid))).tolist()
 
     def __len__(self) -> int:
         return len(self.nid)
@@ -77,7 +85,8 @@ class Rows:
     def compact(self) -> None:
         """The int columns as machine arrays (8 bytes a value, not an object): for an index
         kept in a cache once its hierarchy is built (~1/4 of the memory at 50k nodes)."""
-        for name in ("nid", "start", "end", "ref", "span_set", "line", "parent", "_kid_order", "_kid_off"):
+        for name in ("nid", "start", "end", "ref", "span_set", "line", "parent", "res", "_kid_order",
+                     "_kid_off"):
             setattr(self, name, array("q", getattr(self, name)))
 
     def _parents(self) -> list[int]:
@@ -102,7 +111,7 @@ class Rows:
         return self._kid_order[self._kid_off[r + 1]:self._kid_off[r + 2]]
 
     def resolve(self, r: int) -> int:
-        return self.defs.get(self.nid[r], r) if self.ref[r] else r
+        return self.res[r]
 
     def spans(self, r: int) -> tuple[str, ...]:
         s = self.span_set[r]
@@ -171,12 +180,12 @@ class Dataflow:
                     self.fed[s] = [result]
 
     def producer(self, r: int) -> int:
-        rows = self.rows
-        r = rows.resolve(r)
+        res, subst = self.rows.res, self.subst
+        r = res[r]
         for _ in range(10_000):
-            if r not in self.subst:
+            if r not in subst:
                 break
-            r = rows.resolve(self.subst[r])
+            r = res[subst[r]]
         return r
 
     def _shown(self, r: int) -> bool:
@@ -241,18 +250,13 @@ class Dataflow:
         return kind
 
     def fn_label(self, fn: int) -> str:
+        """`fn conv2d+add+relu`: the operators called in the function, in text order (its
+        rows are the ones after it that start before it ends)."""
         rows = self.rows
-        ops: list[str] = []
-        stack = [fn]
-        while stack:
-            r = stack.pop()
-            for kid in rows.children(r):
-                if rows.ref[kid]:
-                    continue
-                op = rows.op[kid]
-                if rows.kind[kid] == "call" and op:
-                    ops.append(op)
-                stack.append(kid)
+        last = bisect_left(rows.start, rows.end[fn], lo=fn + 1)
+        kind, op, ref = rows.kind, rows.op, rows.ref
+        ops: list[str] = [o for r in range(fn + 1, last)
+                          if (o := op[r]) and kind[r] == "call" and not ref[r]]
         names = [o.removeprefix("nn.") for o in sorted(set(ops), key=ops.index)]
         shown = "+".join(names[:3]) + ("+…" if len(names) > 3 else "")
         return f"fn {shown}" if shown else "fn"

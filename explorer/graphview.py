@@ -139,12 +139,18 @@ class _Builder:
         return groups
 
 
-@lru_cache(maxsize=65536)
 def layer_path(name: str) -> tuple[str, ...]:
     """The groups a frontend layer name sits in: `/encoder/layer.3/attention/self/MatMul` ->
     (encoder, layer.3, attention, self); `layer1.0.conv1` -> (layer1, 0)."""
-    parts = [p for p in name.split("/" if "/" in name else ".") if p]
-    return tuple(parts[:-1])
+    sep = "/" if "/" in name else "."
+    name = name.rstrip(sep)
+    return _path_of(name[:max(0, name.rfind(sep))], sep)
+
+
+@lru_cache(maxsize=65536)
+def _path_of(prefix: str, sep: str) -> tuple[str, ...]:
+    """(the names of a layer share a few prefixes: `chain/op0` ... `chain/op49999`)"""
+    return tuple(p for p in prefix.split(sep) if p)
 
 
 def _layer_path(spans: tuple[str, ...]) -> tuple[str, ...]:
