@@ -21,6 +21,8 @@ import engine as tvm
 from engine import relay, transform
 from explorer.compiler import print_snapshot
 from explorer.graphview import MAX_CHILDREN, GraphIndex, build_graph, layer_path
+from explorer.protocol.checks import problems
+from explorer.protocol.http import GraphMembers, GraphSearch, SnapshotGraph
 
 MODEL = """#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {
@@ -381,16 +383,19 @@ def test_lazy_graph_endpoints(client: Any, sock: Any) -> None:
     fuse = next(e["data"] for e in events if e["type"] == "pass_finished" and e["data"]["name"] == "FuseOps")
     base = f"/api/snapshots/{fuse['after']}/graph"
     body = client.get(base).get_json()
+    assert problems(SnapshotGraph, body) == []
     assert body["lazy"] is True
     closed = [i for i, g in enumerate(body["groups"]) if not g["loaded"]]
     assert closed and len(body["nodes"]) < len(body["holders"]["ids"])
     sent = {n["id"] for n in body["nodes"]}
     want = [i for i, g in zip(body["holders"]["ids"], body["holders"]["groups"], strict=True) if g == closed[0]]
     members = client.get(f"{base}/members?groups={closed[0]}").get_json()
+    assert problems(GraphMembers, members) == []
     assert members["groups"] == [closed[0]] and sorted(n["id"] for n in members["nodes"]) == sorted(want)
     assert not sent & {n["id"] for n in members["nodes"]}
     relu = next(n for n in members["nodes"] + body["nodes"] if n["op"] == "nn.relu")
     hits = client.get(f"{base}/search?q=relu").get_json()
+    assert problems(GraphSearch, hits) == []
     assert relu["id"] in {h["id"] for h in hits["hits"]} and hits["total"] >= 1
     by_id = client.get(f"{base}/search?q={relu['id']}").get_json()["hits"]
     assert [h["id"] for h in by_id if h["group"] is None] == [relu["id"]]
