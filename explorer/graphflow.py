@@ -56,7 +56,9 @@ class Rows:
         order = np.lexsort((-end, start))
         names = np.asarray([*table.names, None], dtype=object)  # op -1 -> None
         self.nid: list[int] = rows[order, _C.NODE].tolist()
-        self.kind: list[str] = names[rows[order, _C.KIND]].tolist()
+        self.kind_ids: np.ndarray = rows[order, _C.KIND]
+        self.names = table.names
+        self.kind: list[str] = names[self.kind_ids].tolist()
         self.op: list[str | None] = names[rows[order, _C.OP]].tolist()
         self.start: list[int] = start[order].tolist()
         self.end: list[int] = end[order].tolist()
@@ -144,7 +146,7 @@ class Dataflow:
         self.functions: list[tuple[int, list[int]]] = []  # fused function row, its call rows
         self._plan_functions()
         self.nodes: list[int] = [r for r in self.rows.def_rows if self._shown(r)]
-        self.inputs: list[list[int]] = [self._inputs(r) for r in self.nodes]
+        self.inputs: list[list[int]] = self._all_inputs()
 
     def callee(self, call: int) -> int | None:
         rows = self.rows
@@ -198,16 +200,40 @@ class Dataflow:
             return not (up >= 0 and rows.kind[up] == "let")
         return True
 
-    def _inputs(self, r: int) -> list[int]:
+    def _all_inputs(self) -> list[list[int]]:
+        """Each node's operand producers (node ids, in order), in array passes: every row
+        inside a node is an operand but a callee (a function or a global)."""
         rows = self.rows
-        if r in self.fed:
-            kids = self.fed[r]
-        else:
-            kids = rows.children(r)
-            if rows.kind[r] == "call" and self.callee(r) is not None:
-                kids = kids[1:]
-        return [rows.nid[self.producer(k)] for k in kids
-                if rows.kind[k] not in ("global_var", "function")]
+        n = len(rows)
+        res = np.asarray(rows.res, dtype=np.int64)
+        step = np.arange(n)  # a substituted row -> what it stands for, resolved
+        for r, v in self.subst.items():
+            step[r] = res[v]
+        prod = res
+        for _ in range(10_000):
+            nxt = step[prod]
+            if np.array_equal(nxt, prod):
+                break
+            prod = nxt
+        callee = [i for i, name in enumerate(rows.names) if name in ("global_var", "function")]
+        parent = np.asarray(rows.parent, dtype=np.int64)
+        is_node = np.zeros(n + 1, dtype=bool)  # (index -1: no parent)
+        is_node[self.nodes] = True
+        for r in self.fed:
+            is_node[r] = False
+        kids = np.flatnonzero(is_node[parent] & ~np.isin(rows.kind_ids, callee))
+        users = parent[kids]
+        by_user = np.argsort(users, kind="stable")
+        users, kids = users[by_user], kids[by_user]
+        src: list[int] = np.asarray(rows.nid, dtype=np.int64)[prod[kids]].tolist()
+        first = np.searchsorted(users, self.nodes, "left").tolist()
+        last = np.searchsorted(users, self.nodes, "right").tolist()
+        out = [src[a:b] for a, b in zip(first, last, strict=True)]
+        for k, r in enumerate(self.nodes):
+            if r in self.fed:
+                out[k] = [rows.nid[self.producer(x)] for x in self.fed[r]
+                          if rows.kind[x] not in ("global_var", "function")]
+        return out
 
     def enclosing_fn(self, r: int) -> int:
         """The fused (nested) function row around row `r`, or -1."""
