@@ -66,10 +66,21 @@ def graph_ready(snapshot: int) -> str:
             f"&& p.dataset.snapshot === '{snapshot}'; }})()")
 
 
-def first_render(page: Any, fuse: dict[str, Any], other: dict[str, Any], repeat: int) -> list[float]:
+def print_long_tasks(raw: bytes, what: str) -> None:
+    for task in long_tasks(raw):
+        print(f"bench_graph: long task {task['ms']} ms {what}:")
+        for name, ms in task["parts"]:
+            print(f"    {ms:8.1f} ms  {name}")
+
+
+def first_render(page: Any, fuse: dict[str, Any], other: dict[str, Any], repeat: int,
+                 trace: Any = None) -> list[float]:
+    """`trace`: the browser, to trace the first render (see expand_collapse)."""
     times = []
     for k in range(2 * repeat + 1):
         chosen = fuse if k % 2 == 0 else other
+        if trace is not None and k == 0:
+            trace.start_tracing(page=page, categories=TRACE_CATEGORIES)
         # the name: the row's left edge holds other controls (breakpoints)
         row = page.locator(f".pass-row[data-pass-index='{chosen['pass_index']}'] .pass-name")
         row.scroll_into_view_if_needed()
@@ -78,11 +89,15 @@ def first_render(page: Any, fuse: dict[str, Any], other: dict[str, Any], repeat:
         except Exception as err:
             shown = page.evaluate(f"() => [Object.assign({{}}, {PANE}.dataset), {PANE}.textContent.slice(0, 300)]")
             raise NotAvailable(f"the graph of snapshot {chosen['after']} never showed: {shown}") from err
+        if trace is not None and k == 0:
+            print_long_tasks(trace.stop_tracing(), "during the first render")
         if chosen is fuse:
             times.append(ms)
             print(f"bench_graph: first render {ms:.0f} ms, of which the graph's answer "
                   f"{page.evaluate(f'{PANE}.dataset.fetchMs')} ms, laid out in "
-                  f"{page.evaluate(f'{PANE}.dataset.layoutMs')} ms (load {os.getloadavg()[0]:.1f})")
+                  f"{page.evaluate(f'{PANE}.dataset.layoutMs')} ms (load {os.getloadavg()[0]:.1f}); "
+                  f"the page's own work: models {page.evaluate(f'{PANE}.dataset.modelMs')} ms, "
+                  f"colouring the diff {page.evaluate(f'{PANE}.dataset.diffMarkMs')} ms")
     return times
 
 
@@ -124,10 +139,7 @@ def expand_collapse(page: Any, repeat: int, trace: Any = None) -> tuple[list[flo
             gaps = page.evaluate("window.__frames.stop()")
             longest = max([longest, *gaps])
     if trace is not None:
-        for task in long_tasks(trace.stop_tracing()):
-            print(f"bench_graph: long task {task['ms']} ms while expanding/collapsing:")
-            for name, ms in task["parts"]:
-                print(f"    {ms:8.1f} ms  {name}")
+        print_long_tasks(trace.stop_tracing(), "while expanding/collapsing")
     return latencies, longest
 
 
@@ -192,7 +204,7 @@ def bench_model(pw: Any, base: str, name: str, repeat: int, trace: bool = False)
         fuse, other = leaves[k], leaves[k - 1]
         page.locator(f".pass-row[data-pass-index='{other['pass_index']}']").click()
         page.wait_for_function(graph_ready(other["after"]))
-        renders = first_render(page, fuse, other, repeat)
+        renders = first_render(page, fuse, other, repeat, browser if trace else None)
         row: Row = {"model": name, "nodes": int(page.evaluate(f"{PANE}.dataset.nodes")),
                     "boxes": int(page.evaluate(f"{PANE}.dataset.boxes")),
                     "first render ms": renders[0], "render ms (median)": median_of(renders[1:])}

@@ -126,6 +126,7 @@ export class GraphPane extends Pane {
       replace(this.body);
       this.body.classList.toggle("two", both);
       this.sides = {};
+      const tm = performance.now();
       Object.keys(shown).forEach((side, i) => {
         const model = new GraphModel(graphsById[i], { constants: this.constants.checked });
         this.restoreExpanded(model);
@@ -137,11 +138,14 @@ export class GraphPane extends Pane {
           onView: (view) => this.syncView(side, view) });
         this.sides[side] = { snapshot: shown[side], model, canvas, layout: null };
       });
+      this.root.dataset.modelMs = String(Math.round(performance.now() - tm));
       this.setDiff(null);
       Promise.resolve(diff).then((d) => {
         if (seq !== this.seq) return;
+        const td = performance.now();
         this.setDiff(d);
         this.paintMarks();
+        this.root.dataset.diffMarkMs = String(Math.round(performance.now() - td)); // the diff's colours
         this.root.dataset.diff = "ready";
       });
       if (this.selectedId !== null) for (const s of Object.values(this.sides)) s.model.reveal(this.selectedId);
