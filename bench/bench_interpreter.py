@@ -6,7 +6,9 @@ inputs, with one thread each (onnxruntime's intra- and inter-op pools and
 numpy's OpenBLAS; set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS in the
 environment to change it): onnxruntime directly, our interpreter on the module
 the ONNX frontend imports. Goals: MobileNetV2 <= 2.5x onnxruntime (depthwise
-convolutions as fast as dense ones), ResNet-50 <= 1.6x. If the frontend cannot
+convolutions as fast as dense ones), ResNet-50 <= 1.6x. The interpreter's compiled loops
+(engine/relay/op/nn/compiled_kernels.py) run when numba is installed; set
+ENGINE_COMPILED_KERNELS=0 to time numpy alone (the table says which ran). If the frontend cannot
 import a model, the relay-built workload from engine.relay.testing is timed
 instead (and the row says so). Prints a table and appends it to
 bench/results/interpreter.md with the machine description.
@@ -40,6 +42,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from shared_models import model_path  # noqa: E402
 
 from engine.relay.interpreter import evaluate  # noqa: E402
+from engine.relay.op.nn import compiled_kernels  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "interpreter.md"
 
@@ -191,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
              f"| {e:.1f} / {f:.1f} | {g:.2f}x |" for n, s, a, b, c, d, r, e, f, g in rows]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     text = (f"\n## {stamp}\n\nMachine: {machine()}; onnxruntime {onnxruntime.__version__}; "
-            f"{THREADS} thread(s) each; {args.repeat} timed runs after one warm-up.\n\n"
+            f"{THREADS} thread(s) each; {args.repeat} timed runs after one warm-up; "
+            f"interpreter loops: {compiled_kernels.status()}.\n\n"
             f"{header}\n" + "\n".join(lines) + "\n")
     print(text)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

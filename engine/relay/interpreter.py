@@ -14,12 +14,15 @@ is written): a call in tail position (the last thing a function body does, throu
 lets and if branches) replaces the running call instead of nesting in it, so a
 loop of any trip count runs in constant Python stack. An `if` branch sees the
 dataflow values its scope has computed (it reads a value it captures, it does not
-compute it again).
+compute it again). A batch_norm, and a clip or relu after it, run inside the op before
+them where that op can apply them (`interpreter_fusion`), and the evaluation order of a
+function is planned once and reused when it is evaluated again.
 """
 
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,13 +42,13 @@ from engine.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
-    operands,
 )
 from engine.ir.module import IRModule
 from engine.ir.op import Op
 from engine.ir.type import TupleType, Type
 from engine.relay.analysis import free_vars
-from engine.relay.expr_functor import post_order
+from engine.relay.interpreter_fusion import Bounds, Epilogue
+from engine.relay.interpreter_plan import plan_for
 from engine.runtime.ndarray import NDArray
 
 Value = Any  # np.ndarray | tuple[Value, ...] | Closure
@@ -79,33 +82,9 @@ def _span_text(expr: Expr) -> str:
     return f" (span: {', '.join(names)})" if names else ""
 
 
-def _dataflow_operands(node: Expr) -> tuple[Expr, ...]:
-    """The operands evaluated in the dataflow order (a callee is evaluated by the call)."""
-    return tuple(kid for kid in operands(node) if isinstance(kid, DATAFLOW_KINDS))
-
-
-def _post_order(roots: Sequence[Expr], env: Env) -> tuple[list[Expr], dict[Expr, int]]:
-    """Dataflow nodes under `roots` (children first, each once; a node `env` already holds
-    is a leaf) and how many consumers each has (a root counts as one more)."""
-    roots = [root for root in roots if isinstance(root, DATAFLOW_KINDS)]
-    order: list[Expr] = []
-    seen: set[Expr] = set()
-
-    def kids(node: Expr) -> Sequence[Expr]:
-        return () if node in env or node in seen else _dataflow_operands(node)
-
-    for root in roots:
-        for node in post_order(root, kids):
-            if node not in seen:
-                seen.add(node)
-                order.append(node)
-    uses: dict[Expr, int] = dict.fromkeys(roots, 0)
-    for node in roots:
-        uses[node] += 1
-    for node in order:
-        for kid in () if node in env else _dataflow_operands(node):
-            uses[kid] = uses.get(kid, 0) + 1
-    return order, uses
+_CONSTANT_MAPS: weakref.WeakKeyDictionary[Expr, Any] = weakref.WeakKeyDictionary()
+"""The map of a fused batch_norm whose parameters are constants, by its call (both are
+immutable): a model evaluated again does not recompute it."""
 
 
 class Interpreter:
@@ -166,7 +145,8 @@ class Interpreter:
 
     # --- dataflow ---------------------------------------------------------------------------
     def _eval_dataflow(self, roots: Sequence[Expr], env: Env) -> list[Value]:
-        order, uses = _post_order(roots, env)
+        plan = plan_for(roots, env)
+        uses, fusions = plan.uses, plan.fusions
         values: dict[Expr, Value] = {}
 
         def get(node: Expr) -> Value:
@@ -181,11 +161,22 @@ class Interpreter:
                 return self._eval_leaf(node, {**env, **values})
             return self._eval_leaf(node, env)
 
-        for node in order:
-            values[node] = env[node] if node in env else self._eval_node(node, get, env)
+        for node in plan.order:
+            if node in env:
+                values[node] = env[node]
+            elif node in fusions.skipped:  # a batch_norm its data's producer applied
+                continue
+            elif node in fusions.forwarded:  # that batch_norm's field 0: the producer's value
+                values[node] = get(fusions.forwarded[node])
+            elif node in fusions.passed:  # a clamp its producer applied
+                values[node] = get(node.args[0])  # type: ignore[attr-defined]
+            else:
+                values[node] = self._eval_node(node, get, env, fusions.bounds.get(node),
+                                               fusions.epilogues.get(node))
         return [get(root) for root in roots]
 
-    def _eval_node(self, node: Expr, get: Callable[[Expr], Value], env: Env) -> Value:
+    def _eval_node(self, node: Expr, get: Callable[[Expr], Value], env: Env,
+                   clamp: Bounds | None = None, epilogue: Epilogue | None = None) -> Value:
         if isinstance(node, Tuple):
             return tuple(get(f) for f in node.fields)
         if isinstance(node, TupleGetItem):
@@ -193,6 +184,10 @@ class Interpreter:
         call: Call = node  # type: ignore[assignment]
         args = [get(a) for a in call.args]
         if isinstance(call.op, Op):
+            if epilogue is not None:
+                return self._run_epilogue(call, args, epilogue, env)
+            if clamp is not None:
+                return self._run_clamped(call, args, clamp)
             return self._run_op(call, args)
         if isinstance(call.op, Function):
             return self.apply(call.op, args, env)
@@ -213,9 +208,48 @@ class Interpreter:
         except EvaluationError:
             raise
         except Exception as err:  # an op's numpy code failed: say which call
-            shapes = ", ".join(_shape_text(a) for a in args)
-            raise EvaluationError(f"while evaluating {op.name}({shapes}){_span_text(call)}: "
-                                  f"{type(err).__name__}: {err}") from err
+            raise _op_error(call, args, err) from err
+
+    def _run_clamped(self, call: Call, args: list[Value], clamp: Bounds) -> Value:
+        """The op's value clamped to `clamp` by its `FNumpyClamped` (the clamp after it was
+        fused into it), in place when its first argument is donated."""
+        op: Op = call.op  # type: ignore[assignment]
+        try:
+            return op.get_attr("FNumpyClamped")(args, call.attrs, clamp,
+                                                bool(args) and _donated(args))
+        except EvaluationError:
+            raise
+        except Exception as err:
+            raise _op_error(call, args, err) from err
+
+    def _run_epilogue(self, call: Call, args: list[Value], epilogue: Epilogue, env: Env
+                      ) -> Value:
+        """The op's value with the map after it (a batch_norm's, an add's) and the clamp
+        after that applied by its `FNumpyEpilogue`."""
+        op: Op = call.op  # type: ignore[assignment]
+        try:
+            affine = self._channel_affine(epilogue.affine, epilogue.data_index, env)
+            if epilogue.bounds is not None:
+                affine = affine.clamped(epilogue.bounds)
+            return op.get_attr("FNumpyEpilogue")(args, call.attrs, affine)
+        except EvaluationError:
+            raise
+        except Exception as err:
+            raise _op_error(call, args, err) from err
+
+    def _channel_affine(self, call: Call, data_index: int, env: Env) -> Any:
+        """The per-channel map of `call` (a batch_norm, an add) from its leaf arguments
+        other than the data; kept in `_CONSTANT_MAPS` when they are all constants."""
+        affine = _CONSTANT_MAPS.get(call)
+        if affine is not None:
+            return affine
+        op: Op = call.op  # type: ignore[assignment]
+        leaves = [a for k, a in enumerate(call.args) if k != data_index]
+        affine = op.get_attr("FNumpyChannelAffine")([self._eval_leaf(p, env) for p in leaves],
+                                                    call.attrs)
+        if all(isinstance(p, Constant) for p in leaves):
+            _CONSTANT_MAPS[call] = affine
+        return affine
 
     # --- everything else --------------------------------------------------------------------
     def _eval_leaf(self, expr: Expr, env: Env) -> Value:
@@ -284,6 +318,14 @@ def _donated(args: list[Value]) -> bool:
     # the base is held by `arr`, `base` and getrefcount: nothing else may see its memory
     return base is None or (type(base) is np.ndarray and base.base is None
                             and sys.getrefcount(base) <= _UNSHARED_REFS)
+
+
+def _op_error(call: Call, args: list[Value], err: Exception) -> EvaluationError:
+    """An op's numpy code failed: the error names the call, its argument shapes and span."""
+    op: Op = call.op  # type: ignore[assignment]
+    shapes = ", ".join(_shape_text(a) for a in args)
+    return EvaluationError(f"while evaluating {op.name}({shapes}){_span_text(call)}: "
+                           f"{type(err).__name__}: {err}")
 
 
 def _is_closure_call(expr: Expr) -> bool:

@@ -10,8 +10,10 @@ from numpy.lib.stride_tricks import as_strided
 
 from engine.ir.attrs import Attrs
 from engine.ir.expr import Call, Expr
+from engine.ir.op import register_op_attr
 from engine.ir.type import Dim, TensorType, Type
 from engine.relay.op._typing import check_arity, check_dim, is_any, tensor_arg, type_str
+from engine.relay.op.nn import compiled_kernels
 from engine.relay.op.nn._layout import (
     check_positive,
     dims,
@@ -22,6 +24,7 @@ from engine.relay.op.nn._layout import (
     to_canonical,
 )
 from engine.relay.op.nn._nd import accumulator_dtype, out_len
+from engine.relay.op.nn.epilogue import ChannelAffine
 from engine.relay.op.op import OUT_ELEMWISE_FUSABLE, TypeRelationError, define_op, make_call
 
 CONV2D_KEY = "relay.attrs.Conv2DAttrs"
@@ -125,7 +128,11 @@ def _depthwise(x: np.ndarray, w: np.ndarray, padding: tuple[int, int, int, int],
     buffers. Strided convolutions with small output planes run channels-last (the long
     channel axis innermost), the others channels-first; with a row stride of 1, output rows
     are computed as wide as the padded row (columns past `ow` dropped at the end), so a tap
-    reads one run of each flat plane (strided ones read the input's stride phases)."""
+    reads one run of each flat plane (strided ones read the input's stride phases). Compiled
+    loops (`compiled_kernels`) run instead where numba is installed and covers the call."""
+    compiled = compiled_kernels.depthwise_conv2d(x, w, padding, strides, dilation, oh, ow)
+    if compiled is not None:
+        return compiled
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     (sh, sw), (dh, dw) = strides, dilation
@@ -258,8 +265,31 @@ def _conv2d_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     return np.ascontiguousarray(out, dtype=dtype)
 
 
+def _conv2d_epilogue(xs: list[np.ndarray], attrs: Attrs, affine: ChannelAffine
+                     ) -> np.ndarray:
+    """conv2d, then `affine` (the batch_norm, and clamp, the interpreter fused after it):
+    inside the compiled depthwise loops where they cover the call, else in one pass over
+    the new output while it is still in cache."""
+    x, w = xs
+    if (attrs.data_layout, attrs.kernel_layout) == ("NCHW", "OIHW") and affine.axis == 1 \
+            and (attrs.get("out_layout") or "NCHW") == "NCHW" and w.shape[1] == 1 \
+            and int(attrs.groups) == x.shape[1] \
+            and np.dtype(attrs.get("out_dtype") or x.dtype) == x.dtype:
+        oh, ow = ((x.shape[2 + a] + attrs.padding[a] + attrs.padding[2 + a]
+                   - attrs.dilation[a] * (w.shape[2 + a] - 1) - 1) // attrs.strides[a] + 1
+                  for a in (0, 1))
+        out = compiled_kernels.depthwise_conv2d(
+            x, w, attrs.padding, attrs.strides, attrs.dilation, oh, ow,
+            (affine.scale, affine.shift, *affine.bounds))
+        if out is not None:
+            return out
+    out = _conv2d_compute(xs, attrs)
+    return affine.apply(out, out)
+
+
 define_op("nn.conv2d", ("data", "weight"), _conv2d_rel, OUT_ELEMWISE_FUSABLE, _conv2d_compute,
           attrs_type_key=CONV2D_KEY)
+register_op_attr("nn.conv2d", "FNumpyEpilogue", _conv2d_epilogue)
 
 
 def conv2d(data: Expr, weight: Expr, strides: Any = (1, 1), padding: Any = (0, 0),

@@ -8,6 +8,7 @@ import numpy as np
 
 from engine.ir.attrs import Attrs
 from engine.ir.expr import Call, Expr, TupleGetItem
+from engine.ir.op import register_op_attr
 from engine.ir.type import TensorType, TupleType, Type
 from engine.relay.op._typing import (
     check_arity,
@@ -17,6 +18,7 @@ from engine.relay.op._typing import (
     tensor_arg,
 )
 from engine.relay.op.indexing import TupleWrapper
+from engine.relay.op.nn.epilogue import ChannelAffine
 from engine.relay.op.op import (
     ELEMWISE,
     OPAQUE,
@@ -52,41 +54,56 @@ def _channel_shape(ndim: int, axis: int, size: int) -> list[int]:
     return shape
 
 
-def _batch_norm_affine(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, np.ndarray]:
-    """(scale, shift) broadcasting over the data, in its dtype: `data * scale + shift`."""
-    data, gamma, beta, mean, var = xs
-    shape = _channel_shape(data.ndim, int(attrs.axis), data.shape[int(attrs.axis)])
-    scale = 1.0 / np.sqrt(var + np.asarray(attrs.epsilon, var.dtype))
-    if attrs.get("scale", True):
-        scale = scale * gamma
-    shift = -mean * scale
-    if attrs.get("center", True):
-        shift = shift + beta
-    return (scale.reshape(shape).astype(data.dtype, copy=False),
-            shift.reshape(shape).astype(data.dtype, copy=False))
+def batch_norm_affine(params: list[np.ndarray], attrs: Attrs, dtype: np.dtype | None = None
+                      ) -> ChannelAffine:
+    """Inference batch_norm as a per-channel map, from gamma, beta, mean and var, with
+    vectors in `dtype` (the data's; default: the parameters')."""
+    gamma, beta, mean, var = params
+    root = np.sqrt(var + var.dtype.type(attrs.epsilon))  # a scalar: np.asarray costs more
+    scale = gamma / root if attrs.get("scale", True) else 1.0 / root
+    shift = beta - mean * scale if attrs.get("center", True) else -mean * scale
+    dtype = scale.dtype if dtype is None else dtype
+    return ChannelAffine(scale.astype(dtype, copy=False), shift.astype(dtype, copy=False),
+                         int(attrs.axis))
+
+
+def _batch_norm_into(xs: list[np.ndarray], attrs: Attrs, out: np.ndarray | None,
+                     clamp: tuple[float, float] | None = None) -> tuple[np.ndarray, ...]:
+    """The batch_norm tuple, its data written into `out` (a new array when None) and
+    clamped to `clamp` (float data)."""
+    data = xs[0]
+    affine = batch_norm_affine(xs[1:], attrs, data.dtype).clamped(clamp)
+    if out is None:
+        out = np.empty(data.shape, data.dtype)
+    return affine.apply(data, out), xs[3], xs[4]
 
 
 def _batch_norm_compute(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...]:
-    scale, shift = _batch_norm_affine(xs, attrs)
-    out = xs[0] * scale
-    out += shift  # in place: one pass less over the data
-    return out, xs[3], xs[4]
+    return _batch_norm_into(xs, attrs, None)
 
 
 def _batch_norm_inplace(xs: list[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, ...] | None:
     if xs[0].dtype.kind != "f":
         return None
-    scale, shift = _batch_norm_affine(xs, attrs)
-    out = xs[0]
-    out *= scale
-    out += shift
-    return out, xs[3], xs[4]
+    return _batch_norm_into(xs, attrs, xs[0])
+
+
+def _batch_norm_clamped(xs: list[np.ndarray], attrs: Attrs, clamp: tuple[float, float],
+                        donated: bool) -> tuple[np.ndarray, ...]:
+    """batch_norm with the clip or relu after it (the interpreter's fusion): field 0
+    clamped to `clamp`, in place when `donated` (and float)."""
+    in_place = donated and xs[0].dtype.kind == "f"
+    return _batch_norm_into(xs, attrs, xs[0] if in_place else None, clamp)
 
 
 define_op("nn.batch_norm", ("data", "gamma", "beta", "moving_mean", "moving_var"),
           _batch_norm_rel, OPAQUE, _batch_norm_compute,
           attrs_type_key="relay.attrs.BatchNormAttrs")
 register_inplace("nn.batch_norm", _batch_norm_inplace)
+register_op_attr("nn.batch_norm", "FNumpyClamped", _batch_norm_clamped)
+register_op_attr("nn.batch_norm", "FNumpyChannelAffine", batch_norm_affine)
+register_op_attr("nn.batch_norm", "FChannelAffineFusable",
+                 lambda call, data_index, via_field0: via_field0 and data_index == 0)
 
 
 def batch_norm(data: Expr, gamma: Expr, beta: Expr, moving_mean: Expr, moving_var: Expr,
