@@ -37,7 +37,9 @@ def chain(browser: Any, server: str, tmp_path_factory: pytest.TempPathFactory) -
 def _open(page: Any, chain: dict[str, Any]) -> None:
     fuse = chain["fuse"]
     page.goto(f"/s/{chain['session']}?run={chain['run']}&pass={fuse['pass_index']}&graph=1")
-    page.wait_for_function(f"{PANE}?.dataset.state === 'ready' && {PANE}.dataset.snapshot === '{fuse['after']}'")
+    page.wait_for_function(f"{PANE}?.dataset.state === 'ready' && {PANE}.dataset.snapshot === '{fuse['after']}'"
+                           f" && {PANE}.dataset.diff === 'ready'")
+    page.wait_for_function("document.querySelector('[data-testid=diff-pane]').dataset.provenance === 'ready'")
 
 
 def _keys(page: Any) -> list[str]:
@@ -116,7 +118,6 @@ def test_clicking_a_text_line_reveals_a_node_in_a_closed_group(browser: Any, ser
     target = _closed_node(chain, 7)
     with sized_page(browser, server, 1600, 1000) as (page, errors):
         _open(page, chain)
-        page.wait_for_function("document.querySelector('[data-testid=diff-pane]').dataset.provenance === 'ready'")
         assert f"n{target['id']}" not in _keys(page)
         # scroll the text to the node's line (the editor draws only the lines in view)
         page.evaluate("""(line) => {

@@ -396,9 +396,11 @@ export class GraphPane extends Pane {
     if (!model) return;
     if (!this.hits) {
       const query = this.search.value;
-      const hits = model.lazy ? await searchRemote(this.sides.b.snapshot, query, this.constants.checked)
+      const { snapshot } = this.sides.b;
+      const hits = model.lazy ? await searchRemote(snapshot, query, this.constants.checked)
         : model.search(query);
-      if (model !== this.sides.b?.model || query !== this.search.value) return;
+      // (the same snapshot redrawn meanwhile has the same node ids: the hits still hold)
+      if (snapshot !== this.sides.b?.snapshot || query !== this.search.value) return;
       this.hits = hits;
       this.hitIndex = step > 0 ? -1 : 0;
     }
@@ -412,9 +414,9 @@ export class GraphPane extends Pane {
     this.hitCount.textContent = `${this.hitIndex + 1}/${this.hits.length}`;
     if (hit.id !== null) {
       const entry = this.indexes?.b?.entriesOfNode(hit.id)[0];
-      const node = model.byId.get(hit.id);
       this.selectedId = hit.id;
-      await this.revealAndCentre(hit.id);
+      await this.revealAndCentre(hit.id); // (loads a lazy graph's group holding it)
+      const node = this.sides.b?.model.byId.get(hit.id);
       this.hub.emit(TOPIC.EXPR_SELECTED, { nodeId: hit.id, spans: entry?.spans ?? node?.spans ?? [],
         kind: entry?.kind ?? node?.kind ?? "function", op: entry?.op ?? node?.op ?? null, side: "b",
         snapshotId: this.sides.b.snapshot, origin: "graph" });
