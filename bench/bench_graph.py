@@ -43,6 +43,7 @@ from bench_browser import (
     timed_click,
     upload_text,
 )
+from trace_summary import TRACE_CATEGORIES, long_tasks
 
 MODELS = ("resnet50", "bert12", "chain_50000")
 COLUMNS = ("model", "nodes", "boxes", "first render ms", "render ms (median)",
@@ -65,10 +66,21 @@ def graph_ready(snapshot: int) -> str:
             f"&& p.dataset.snapshot === '{snapshot}'; }})()")
 
 
-def first_render(page: Any, fuse: dict[str, Any], other: dict[str, Any], repeat: int) -> list[float]:
+def print_long_tasks(raw: bytes, what: str) -> None:
+    for task in long_tasks(raw):
+        print(f"bench_graph: long task {task['ms']} ms {what}:")
+        for name, ms in task["parts"]:
+            print(f"    {ms:8.1f} ms  {name}")
+
+
+def first_render(page: Any, fuse: dict[str, Any], other: dict[str, Any], repeat: int,
+                 trace: Any = None) -> list[float]:
+    """`trace`: the browser, to trace the first render (see expand_collapse)."""
     times = []
     for k in range(2 * repeat + 1):
         chosen = fuse if k % 2 == 0 else other
+        if trace is not None and k == 0:
+            trace.start_tracing(page=page, categories=TRACE_CATEGORIES)
         # the name: the row's left edge holds other controls (breakpoints)
         row = page.locator(f".pass-row[data-pass-index='{chosen['pass_index']}'] .pass-name")
         row.scroll_into_view_if_needed()
@@ -77,13 +89,24 @@ def first_render(page: Any, fuse: dict[str, Any], other: dict[str, Any], repeat:
         except Exception as err:
             shown = page.evaluate(f"() => [Object.assign({{}}, {PANE}.dataset), {PANE}.textContent.slice(0, 300)]")
             raise NotAvailable(f"the graph of snapshot {chosen['after']} never showed: {shown}") from err
+        if trace is not None and k == 0:
+            print_long_tasks(trace.stop_tracing(), "during the first render")
         if chosen is fuse:
             times.append(ms)
+            print(f"bench_graph: first render {ms:.0f} ms, of which the graph's answer "
+                  f"{page.evaluate(f'{PANE}.dataset.fetchMs')} ms, laid out in "
+                  f"{page.evaluate(f'{PANE}.dataset.layoutMs')} ms (load {os.getloadavg()[0]:.1f}); "
+                  f"the page's own work: models {page.evaluate(f'{PANE}.dataset.modelMs')} ms, "
+                  f"colouring the diff {page.evaluate(f'{PANE}.dataset.diffMarkMs')} ms")
     return times
 
 
-def expand_collapse(page: Any, repeat: int) -> tuple[list[float], float]:
+def expand_collapse(page: Any, repeat: int, trace: Any = None) -> tuple[list[float], float]:
+    """`trace`: the browser, to record a Chromium performance trace meanwhile and print what
+    each main-thread task over 50 ms spent its time on (bench/trace_summary.py)."""
     latencies, longest = [], 0.0
+    if trace is not None:
+        trace.start_tracing(page=page, categories=TRACE_CATEGORIES)
     for _ in range(repeat):
         for _action in ("expand", "collapse"):
             key = page.evaluate(f"""() => {{ const v = {VIEW};
@@ -115,6 +138,8 @@ def expand_collapse(page: Any, repeat: int) -> tuple[list[float], float]:
             latencies.append(page.evaluate("performance.now()") - t0)
             gaps = page.evaluate("window.__frames.stop()")
             longest = max([longest, *gaps])
+    if trace is not None:
+        print_long_tasks(trace.stop_tracing(), "while expanding/collapsing")
     return latencies, longest
 
 
@@ -156,7 +181,7 @@ def api_get(base: str, path: str) -> Any:
         return json.loads(resp.read())
 
 
-def bench_model(pw: Any, base: str, name: str, repeat: int) -> Row:
+def bench_model(pw: Any, base: str, name: str, repeat: int, trace: bool = False) -> Row:
     path = ROOT / "bench" / "models" / f"{name}.onnx"
     reuse = finished_run(base, name)
     if reuse is None and not path.exists():
@@ -179,11 +204,11 @@ def bench_model(pw: Any, base: str, name: str, repeat: int) -> Row:
         fuse, other = leaves[k], leaves[k - 1]
         page.locator(f".pass-row[data-pass-index='{other['pass_index']}']").click()
         page.wait_for_function(graph_ready(other["after"]))
-        renders = first_render(page, fuse, other, repeat)
+        renders = first_render(page, fuse, other, repeat, browser if trace else None)
         row: Row = {"model": name, "nodes": int(page.evaluate(f"{PANE}.dataset.nodes")),
                     "boxes": int(page.evaluate(f"{PANE}.dataset.boxes")),
                     "first render ms": renders[0], "render ms (median)": median_of(renders[1:])}
-        latencies, longest = expand_collapse(page, repeat)
+        latencies, longest = expand_collapse(page, repeat, browser if trace else None)
         row["expand/collapse ms (median)"] = median_of(latencies)
         row["longest frame while expanding ms"] = longest
         gaps, draws = pan_zoom(page)
@@ -200,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--trace", action="store_true", help="record a Chromium trace while "
+                        "expanding and collapsing; print the long tasks' parts")
     parser.add_argument("--server", help="a running server (URL) whose finished runs of the "
                         "models are reused (chain_50000's run takes minutes on a busy machine)")
     args = parser.parse_args(argv)
@@ -217,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                 sync_playwright() as pw:
             for name in args.models:
                 try:
-                    rows.append(bench_model(pw, base, name, max(1, args.repeat)))
+                    rows.append(bench_model(pw, base, name, max(1, args.repeat), args.trace))
                 except NotAvailable as why:
                     rows.append({"model": name})
                     notes.append(f"{name}: not available: {why}")

@@ -1,5 +1,6 @@
 """The dataflow graph of one snapshot, for the page's Graph view, read from its printed text
-and source map (the expression tree explorer.nodediff builds), never by re-printing.
+and source map (explorer.graphflow's array passes over the source-map table), never by
+re-printing.
 
 Nodes are the expressions that compute or hold a value (calls, constants, tuples, tuple
 items, the module's inputs); an edge runs from each operand's producer to its user. A fused
@@ -9,30 +10,28 @@ expands into its operators. Groups nest: global functions (when the module has s
 frontend layer paths (`encoder/layer.3/attention`, `layer1.0`), fused functions, and,
 where one group would hold more boxes than a person reads at a glance, runs of consecutive
 children (`%120 … %159`), so any graph opens collapsed to a few dozen boxes.
+
+A `GraphIndex` is built once per snapshot; a big graph's first answer (`lazy`) holds the
+groups, the group of every node and the edges into groups not sent, with the records of
+the groups open by default only; the page asks for a group's members when it opens one.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import threading
-from collections import OrderedDict
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from flask import Response, current_app
-
 from explorer.compiler import SourceMapTable
-from explorer.nodediff import ExprTree, TreeNode, operands
-from explorer.protocol.http import GraphGroup, GraphNode, SnapshotGraph
-from explorer.store import Store
+from explorer.graphflow import Dataflow
+from explorer.protocol.http import GraphGroup, GraphHolders, GraphNode, SnapshotGraph
 
 MAX_CHILDREN = 24
 """The most boxes a group shows when expanded; more are split into runs of consecutive ones."""
 
-_TYPE = re.compile(r"/\* ty=(.*?) \*/")
-_VALUE_KINDS = frozenset({"call", "constant", "tuple", "tuple_getitem", "let", "if", "var"})
+OPEN_BUDGET = 48
+"""Boxes a graph opens with, at most (static/src/graph/model.js OPEN_BUDGET)."""
 
 
 @dataclass(slots=True)
@@ -47,114 +46,31 @@ class Group:
 
 
 class _Builder:
-    def __init__(self, text: str, source_map: list[dict[str, Any]] | SourceMapTable) -> None:
-        self.text = text
-        self.tree = ExprTree(text, source_map, local=False)
-        self.subst: dict[int, TreeNode] = {}  # fused param / elided call -> what it stands for
-        self.fn_group: dict[int, Group] = {}  # fused function node id -> its group
+    """Places the dataflow's nodes in groups: global functions, layer paths, fused functions."""
+
+    def __init__(self, flow: Dataflow) -> None:
+        self.flow = flow
+        self.fn_group: dict[int, Group] = {}  # fused function row -> its group
         self.root = Group("root", "", None)
         self.layer_groups: dict[tuple[str, ...], Group] = {(): self.root}
-        self.nodes: list[GraphNode] = []
         self.node_group: dict[int, Group] = {}
-
-    # --- functions and their calls ---------------------------------------------------
-    def callee(self, call: TreeNode) -> TreeNode | None:
-        first = call.children[0] if call.children else None
-        if first is None or first.kind not in ("function", "global_var"):
-            return None
-        return self.tree.resolve(first) if first.kind == "function" else first
+        self.globals = flow.roots()
 
     def plan_functions(self) -> None:
-        """Fused (nested) functions called once are inlined as groups."""
-        calls: dict[int, list[TreeNode]] = {}
-        for node in self.tree.defs.values():
-            if node.kind == "call" and node.op is None:
-                fn = self.callee(node)
-                if fn is not None and fn.kind == "function":
-                    calls.setdefault(fn.node_id, []).append(node)
-        for node in self.tree.defs.values():
-            if node.kind != "function" or node.parent is None:
-                continue
-            group = Group("function", _fn_label(self.tree, node), None, [node.node_id])
-            self.fn_group[node.node_id] = group
-            sites = calls.get(node.node_id, [])
-            params = operands(node)[:-1]
-            if len(sites) == 1 and len(sites[0].children) - 1 == len(params):
-                call = sites[0]
-                group.node_ids.append(call.node_id)
-                self.subst[call.node_id] = operands(node)[-1]
-                for param, arg in zip(params, call.children[1:], strict=True):
-                    self.subst[param.node_id] = arg
+        rows = self.flow.rows
+        for fn, sites in self.flow.functions:
+            group = Group("function", self.flow.fn_label(fn), None, [rows.nid[fn]])
+            if len(sites) == 1:
+                group.node_ids.append(rows.nid[sites[0]])
+            self.fn_group[fn] = group
 
-    def producer(self, node: TreeNode) -> TreeNode:
-        node = self.tree.resolve(node)
-        seen = 0
-        while node.node_id in self.subst and seen < 10_000:
-            node = self.tree.resolve(self.subst[node.node_id])
-            seen += 1
-        return node
-
-    # --- nodes ------------------------------------------------------------------------
-    def enclosing_fn(self, node: TreeNode) -> TreeNode | None:
-        up = node.parent
-        while up is not None:
-            if up.kind == "function":
-                return up if up.parent is not None else None
-            up = up.parent
-        return None
-
-    def shown(self, node: TreeNode) -> bool:
-        if node.kind not in _VALUE_KINDS or node.node_id in self.subst:
-            return False
-        if node.kind == "var":  # a module input or a parameter nothing substitutes
-            return not (node.parent is not None and node.parent.kind == "let")
-        return True
-
-    def inputs(self, node: TreeNode) -> list[int]:
-        kids = node.children
-        if node.kind == "call" and self.callee(node) is not None:
-            kids = kids[1:]
-        out = []
-        for kid in kids:
-            if kid.kind in ("global_var", "function"):
-                continue
-            out.append(self.producer(kid).node_id)
-        return out
-
-    def label(self, node: TreeNode) -> str:
-        if node.kind == "call":
-            if node.op:
-                return node.op
-            fn = self.callee(node)
-            if fn is not None and fn.kind == "global_var":
-                return self.text[fn.start:fn.end]
-            return "call"
-        if node.kind == "var":
-            return self.text[node.start:node.end].split(":", 1)[0]
-        return node.kind
-
-    def add_nodes(self) -> None:
-        for node in self.tree.defs.values():
-            if not self.shown(node):
-                continue
-            local = _own_text(self.text, node)
-            ty = _TYPE.search(local)
-            self.nodes.append(GraphNode(
-                id=node.node_id, kind=node.kind, op=node.op, label=self.label(node),
-                type=ty.group(1) if ty else None, line=node.line, spans=list(node.spans),
-                inputs=self.inputs(node), group=-1))
-
-    # --- hierarchy --------------------------------------------------------------------
-    def global_group(self, node: TreeNode) -> Group:
-        if len(self.tree.roots) < 2:
+    def global_group(self, r: int) -> Group:
+        if len(self.globals) < 2:
             return self.root
-        top = node
-        while top.parent is not None:
-            top = top.parent
-        key = ("@global", str(top.node_id))
+        top = self.flow.root_of(r)
+        key = ("@global", str(top))
         if key not in self.layer_groups:
-            name = next((n for n, r in self.tree.roots.items() if r is top), "fn")
-            self.layer_groups[key] = Group("global", name, self.root)
+            self.layer_groups[key] = Group("global", self.globals.get(top) or "fn", self.root)
             self.root.children.append(self.layer_groups[key])
         return self.layer_groups[key]
 
@@ -169,39 +85,38 @@ class _Builder:
         return group
 
     def place(self) -> None:
+        flow, rows = self.flow, self.flow.rows
+        ids = [rows.nid[r] for r in flow.nodes]
         consumers: dict[int, int] = {}
-        for n in self.nodes:
-            for i in n["inputs"]:
-                consumers.setdefault(i, n["id"])
+        for nid, inputs in zip(ids, flow.inputs, strict=True):
+            for i in inputs:
+                consumers.setdefault(i, nid)
+        fns = [flow.enclosing_fn(r) for r in flow.nodes]
+        paths = [_layer_path(rows.spans(r)) for r in flow.nodes]
         fn_paths: dict[int, list[tuple[str, ...]]] = {}
-        for n in self.nodes:
-            tnode = self.tree.defs[n["id"]]
-            fn = self.enclosing_fn(tnode)
-            if fn is not None and fn.node_id in self.fn_group:
-                fn_paths.setdefault(fn.node_id, []).append(_layer_path(n["spans"]))
-        for fn_id, group in self.fn_group.items():
-            base = self.global_group(self.tree.defs[fn_id])
-            prefix = _common_prefix(fn_paths.get(fn_id, []))
+        for fn, path in zip(fns, paths, strict=True):
+            if fn in self.fn_group:
+                fn_paths.setdefault(fn, []).append(path)
+        for fn, group in self.fn_group.items():
+            base = self.global_group(fn)
+            prefix = _common_prefix(fn_paths.get(fn, []))
             group.parent = self.layer_group(base, prefix) if prefix else base
             group.parent.children.append(group)
-        for n in self.nodes:  # constants and inputs follow their first user
-            tnode = self.tree.defs[n["id"]]
-            fn = self.enclosing_fn(tnode)
-            if fn is not None and fn.node_id in self.fn_group:
-                group = self.fn_group[fn.node_id]
-            elif n["kind"] == "constant" and n["id"] in consumers:
+        for r, nid, fn, path in zip(flow.nodes, ids, fns, paths, strict=True):
+            if fn in self.fn_group:  # constants and inputs follow their first user
+                group = self.fn_group[fn]
+            elif rows.kind[r] == "constant" and nid in consumers:
                 continue
             else:
-                base = self.global_group(tnode)
-                path = _layer_path(n["spans"])
+                base = self.global_group(r)
                 group = self.layer_group(base, path) if path else base
-            self.node_group[n["id"]] = group
-            group.children.append(n["id"])
-        for n in self.nodes:
-            if n["id"] not in self.node_group:
-                group = self._user_group(n["id"], consumers)
-                self.node_group[n["id"]] = group
-                group.children.append(n["id"])
+            self.node_group[nid] = group
+            group.children.append(nid)
+        for nid in ids:
+            if nid not in self.node_group:
+                group = self._user_group(nid, consumers)
+                self.node_group[nid] = group
+                group.children.append(nid)
 
     def _user_group(self, nid: int, consumers: dict[int, int]) -> Group:
         """The group of a constant's first user (following users up to one that is placed)."""
@@ -213,7 +128,8 @@ class _Builder:
         return self.root
 
     def finish(self) -> list[Group]:
-        lines = {n["id"]: n["line"] for n in self.nodes}
+        rows = self.flow.rows
+        lines = {rows.nid[r]: rows.line[r] for r in self.flow.nodes}
         _set_lines(self.root, lines)
         _prune(self.root)
         _chunk(self.root, lines)
@@ -223,40 +139,21 @@ class _Builder:
         return groups
 
 
-def _own_text(text: str, node: TreeNode) -> str:
-    parts, pos = [], node.start
-    for child in node.children:
-        parts.append(text[pos:child.start])
-        pos = max(pos, child.end)
-    parts.append(text[pos:node.end])
-    return "".join(parts)
-
-
-def _fn_label(tree: ExprTree, fn: TreeNode) -> str:
-    ops: list[str] = []
-    stack = [fn]
-    while stack:
-        node = stack.pop()
-        for kid in node.children:
-            if kid.ref:
-                continue
-            if kid.kind == "call" and kid.op:
-                ops.append(kid.op)
-            stack.append(kid)
-    names = [o.removeprefix("nn.") for o in sorted(set(ops), key=ops.index)]
-    shown = "+".join(names[:3]) + ("+…" if len(names) > 3 else "")
-    return f"fn {shown}" if shown else "fn"
-
-
-@lru_cache(maxsize=65536)
 def layer_path(name: str) -> tuple[str, ...]:
     """The groups a frontend layer name sits in: `/encoder/layer.3/attention/self/MatMul` ->
     (encoder, layer.3, attention, self); `layer1.0.conv1` -> (layer1, 0)."""
-    parts = [p for p in name.split("/" if "/" in name else ".") if p]
-    return tuple(parts[:-1])
+    sep = "/" if "/" in name else "."
+    name = name.rstrip(sep)
+    return _path_of(name[:max(0, name.rfind(sep))], sep)
 
 
-def _layer_path(spans: list[str]) -> tuple[str, ...]:
+@lru_cache(maxsize=65536)
+def _path_of(prefix: str, sep: str) -> tuple[str, ...]:
+    """(the names of a layer share a few prefixes: `chain/op0` ... `chain/op49999`)"""
+    return tuple(p for p in prefix.split(sep) if p)
+
+
+def _layer_path(spans: tuple[str, ...]) -> tuple[str, ...]:
     return layer_path(spans[0]) if spans else ()
 
 
@@ -339,103 +236,117 @@ def _number(group: Group, out: list[Group], owner: dict[int, Group]) -> None:
             owner[child] = group
 
 
-def _range_label(group: Group, first_label: dict[int, str]) -> str:
+def _range_label(group: Group, name: Any) -> str:
     def leaf(g: Group | int, last: bool) -> str:
         while isinstance(g, Group):
             g = g.children[-1 if last else 0]
-        return first_label[g]
+        return str(name(g))
 
     return f"{leaf(group, False)} … {leaf(group, True)}"
+
+
+CONSTANT, BARE = 1, 2
+"""GraphHolders flags: a constant; a call without a span."""
+
+
+class GraphIndex:
+    """A snapshot's graph, kept per snapshot: the groups, the group holding each node, the
+    operand edges; node records are made only for the groups asked for (`members`)."""
+
+    def __init__(self, text: str, source_map: list[dict[str, Any]] | SourceMapTable) -> None:
+        self.flow = flow = Dataflow(text, source_map)
+        rows = flow.rows
+        b = _Builder(flow)
+        b.plan_functions()
+        b.place()
+        self._groups = b.finish()
+        self.ids = [rows.nid[r] for r in flow.nodes]
+        self.k_of = {nid: k for k, nid in enumerate(self.ids)}
+        self.holder = [b.node_group[nid].index for nid in self.ids]
+        self.flags = [(CONSTANT if rows.kind[r] == "constant" else 0)
+                      | (BARE if rows.kind[r] == "call" and not rows.spans(r) else 0)
+                      for r in flow.nodes]
+        self.groups = self._records()
+        rows.compact()
+
+    def _records(self) -> list[GraphGroup]:
+        rows, flow = self.flow.rows, self.flow
+        size: dict[int, int] = {}
+        for g in reversed(self._groups):
+            size[g.index] = sum(size[c.index] if isinstance(c, Group) else 1 for c in g.children)
+
+        def name(nid: int) -> str:
+            r = rows.defs[nid]
+            return f"{flow.label(r)} (line {rows.line[r]})"
+
+        out = []
+        for g in self._groups:
+            own = [c for c in g.children if not isinstance(c, Group)]
+            consts = sum(self.flags[self.k_of[c]] & CONSTANT for c in own)
+            out.append(GraphGroup(kind=g.kind, label=g.label or _range_label(g, name),
+                                  parent=g.parent.index if g.parent is not None else -1,
+                                  node_ids=g.node_ids, line=g.line, size=size[g.index],
+                                  own=len(own) - consts, own_constants=consts, loaded=True))
+        return out
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def members(self, groups: set[int]) -> list[GraphNode]:
+        """The records of the nodes directly in `groups` (-1: the top level), in text order."""
+        return [self.flow.record(k, g) for k, g in enumerate(self.holder) if g in groups]
+
+    def default_open(self, budget: int = OPEN_BUDGET) -> set[int]:
+        """The groups a graph opens with expanded (the page's GraphModel.openDefault):
+        breadth-first in text order while the boxes shown stay within `budget`."""
+        kids: list[list[int]] = [[] for _ in self.groups]
+        top: list[int] = []
+        for i, rec in enumerate(self.groups):
+            (top if rec["parent"] < 0 else kids[rec["parent"]]).append(i)
+        shown = len(top) + sum(1 for k, g in enumerate(self.holder)
+                               if g < 0 and not self.flags[k] & CONSTANT)
+        opened: set[int] = set()
+        queue = deque(top)
+        while queue:
+            g = queue.popleft()
+            more = len(kids[g]) + self.groups[g]["own"]
+            if shown - 1 + more > budget:
+                continue
+            opened.add(g)
+            shown += more - 1
+            queue.extend(kids[g])
+        return opened
+
+    def links(self, loaded: set[int]) -> list[list[int]]:
+        """Operand edges into nodes not sent, by producer: [[producer id, the consumer's
+        group, count]] (the page draws them to the consumer group's box)."""
+        count: Counter[tuple[int, int]] = Counter()
+        for k, inputs in enumerate(self.flow.inputs):
+            hv = self.holder[k]
+            if hv in loaded:
+                continue
+            for u in inputs:
+                ku = self.k_of.get(u)
+                if ku is not None and self.holder[ku] != hv:
+                    count[(u, hv)] += 1
+        return [[u, hv, n] for (u, hv), n in count.items()]
+
+    def graph(self, snapshot_id: int, lazy: bool) -> SnapshotGraph:
+        """The first answer: every node, or (lazy) those of the groups open by default."""
+        groups = [dict(g) for g in self.groups]
+        loaded = self.default_open() | {-1} if lazy else {-1, *range(len(groups))}
+        for i, g in enumerate(groups):
+            g["loaded"] = i in loaded
+        return SnapshotGraph(snapshot_id=snapshot_id, lazy=lazy, nodes=self.members(loaded),
+                             groups=groups,  # type: ignore[typeddict-item]
+                             holders=GraphHolders(ids=self.ids, groups=self.holder,
+                                                  flags=self.flags),
+                             links=self.links(loaded) if lazy else [])
 
 
 def build_graph(text: str, source_map: list[dict[str, Any]] | SourceMapTable
                 ) -> tuple[list[GraphNode], list[GraphGroup]]:
     """The nodes and groups of a snapshot (explorer.protocol.http.SnapshotGraph): a node's
     `group` and a group's `parent` index the groups (-1: the top level)."""
-    b = _Builder(text, source_map)
-    b.plan_functions()
-    b.add_nodes()
-    b.place()
-    groups = b.finish()
-    names = {n["id"]: f"{n['label']} (line {n['line']})" for n in b.nodes}
-    for n in b.nodes:
-        n["group"] = b.node_group[n["id"]].index
-    size: dict[int, int] = {}
-    for g in reversed(groups):
-        size[g.index] = sum(size[c.index] if isinstance(c, Group) else 1 for c in g.children)
-    return b.nodes, [GraphGroup(kind=g.kind, label=g.label or _range_label(g, names),
-                                parent=g.parent.index if g.parent is not None else -1,
-                                node_ids=g.node_ids, line=g.line, size=size[g.index])
-                     for g in groups]
-
-
-class GraphCache:
-    """A small LRU of built graphs (their JSON bytes) by snapshot id, one per app. A graph
-    is built once even when asked for twice at the same time, and building one starts the
-    next snapshot's (the next pass's, as a user steps through a run) in the background, so
-    a big module's graph (seconds to build at 50k nodes) is ready when that pass is clicked."""
-
-    def __init__(self, size: int = 16, prefetch: bool = True) -> None:
-        self._size = size
-        self._prefetch = prefetch
-        self._items: OrderedDict[int, bytes] = OrderedDict()
-        self._building: dict[int, threading.Event] = {}
-        self._lock = threading.Lock()
-
-    def cached(self, snapshot_id: int) -> bool:
-        with self._lock:
-            return snapshot_id in self._items
-
-    def get(self, store: Store, snapshot_id: int) -> bytes:
-        while True:
-            with self._lock:
-                hit = self._items.get(snapshot_id)
-                if hit is not None:
-                    self._items.move_to_end(snapshot_id)
-                    return hit
-                busy = self._building.get(snapshot_id)
-                if busy is None:
-                    done = self._building[snapshot_id] = threading.Event()
-                    break
-            busy.wait()  # built by another request or the prefetch: take it from the cache
-        try:
-            raw = self._build(store, snapshot_id)
-        finally:
-            with self._lock:
-                del self._building[snapshot_id]
-            done.set()
-        if self._prefetch:
-            threading.Thread(target=self._warm, args=(store, snapshot_id + 1), daemon=True,
-                             name=f"graph-prefetch-{snapshot_id + 1}").start()
-        return raw
-
-    def _build(self, store: Store, snapshot_id: int) -> bytes:
-        text = store.snapshot_part(snapshot_id, "text").decode()
-        nodes, groups = build_graph(text, store.snapshot_source_map_table(snapshot_id))
-        graph = SnapshotGraph(snapshot_id=snapshot_id, nodes=nodes, groups=groups)
-        raw = json.dumps(graph, separators=(",", ":")).encode()
-        with self._lock:
-            self._items[snapshot_id] = raw
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-        return raw
-
-    def _warm(self, store: Store, snapshot_id: int) -> None:
-        with self._lock:
-            if snapshot_id in self._items or snapshot_id in self._building:
-                return
-            done = self._building[snapshot_id] = threading.Event()
-        try:
-            self._build(store, snapshot_id)
-        except Exception:  # a guess: no such snapshot, or one it cannot read (the request says why)
-            pass
-        finally:
-            with self._lock:
-                del self._building[snapshot_id]
-            done.set()
-
-
-def snapshot_graph(store: Store, snapshot_id: int) -> Response:
-    """GET /api/snapshots/<id>/graph (SnapshotGraph), built once per snapshot and app."""
-    cache = current_app.extensions.setdefault("explorer.graphs", GraphCache())
-    return Response(cache.get(store, snapshot_id), mimetype="application/json")
+    index = GraphIndex(text, source_map)
+    return index.members({-1, *range(len(index.groups))}), index.groups

@@ -238,12 +238,6 @@ def _operands(node: _Node) -> list[_Node]:
     return [*params, kids[-1]]
 
 
-ExprTree = _Tree
-TreeNode = _Node
-operands = _operands
-"""The expression tree of a printed snapshot, for other views (explorer.graphview)."""
-
-
 def node_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """{rewritten: [after node ids], created: [...], removed: [before ids], summary}."""
     ta = _Tree(before["text"], before["source_map"])

@@ -8,7 +8,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 
-from explorer import exchange, queries
+from explorer import exchange, graphserve, queries
 from explorer.demo import demo_session
 from explorer.extensions import services
 from explorer.protocol import MAX_SAFE_INT, RAW_UPLOAD_TYPE, ApiError, bad_request
@@ -159,9 +159,19 @@ def _snapshot_part(snapshot_id: int, part: str) -> Response:
 
 @bp.get("/api/snapshots/<int:snapshot_id>/graph")
 def get_snapshot_graph(snapshot_id: int) -> Response:
-    from explorer.graphview import snapshot_graph
+    return graphserve.snapshot_graph(services().store, snapshot_id)
 
-    return snapshot_graph(services().store, snapshot_id)
+
+@bp.get("/api/snapshots/<int:snapshot_id>/graph/members")
+def get_graph_members(snapshot_id: int) -> Response:
+    return graphserve.graph_members(services().store, snapshot_id, request.args.get("groups"))
+
+
+@bp.get("/api/snapshots/<int:snapshot_id>/graph/search")
+def get_graph_search(snapshot_id: int) -> Response:
+    return graphserve.graph_search(services().store, snapshot_id, request.args.get("q"),
+                                   request.args.getlist("layer"),
+                                   request.args.get("constants") == "1")
 
 
 @bp.get("/api/diff")

@@ -114,3 +114,15 @@ def llama_small_path() -> Path:
         if not path.with_name(path.name + ".data").exists():
             make_llama(path, **LLAMA_SMALL)
     return path
+
+
+def chain_relay_text(n: int) -> str:
+    """Relay text of a chain of `n` elementwise ops (tanh, relu), each with a layer span
+    (`chain/opK`): a graph of any size without an import."""
+    lines = ['#[version = "0.0.5"]', "def @main(%x: Tensor[(1, 4), float32]) {"]
+    prev = "%x"
+    for k in range(n - 1):
+        lines.append(f"  %{k} = {'nn.relu' if k % 2 else 'tanh'}({prev}) /* chain/op{k} */;")
+        prev = f"%{k}"
+    lines += [f"  nn.relu({prev}) /* chain/op{n - 1} */", "}", ""]
+    return "\n".join(lines)

@@ -36,7 +36,7 @@ from explorer.compiler import ENGINE_MODULES
 from explorer.protocol import RunOptions
 
 START_METHOD = "forkserver"
-PRELOAD = ("explorer.runs.worker", "explorer.runs.probe", "explorer.runs.schedules",
+PRELOAD = ("explorer.runs.worker", "explorer.runs.probe", "explorer.runs.schedules", "explorer.graphserve",
            *ENGINE_MODULES, "numpy")
 PASSES_HOOK = "wrap_passes"
 EXIT_PARENT_GONE = 70

@@ -119,14 +119,54 @@ export {};
  * @property {Array<number>} node_ids
  * @property {number} line
  * @property {number} size
+ * @property {number} own
+ * @property {number} own_constants
+ * @property {boolean} loaded
  */
 
 /**
- * GET /api/snapshots/<id>/graph: the snapshot's dataflow graph and its groups.
+ * Every node of the graph, sent or not, as parallel arrays.
+ * @typedef {Object} GraphHolders
+ * @property {Array<number>} ids
+ * @property {Array<number>} groups
+ * @property {Array<number>} flags
+ */
+
+/**
+ * GET /api/snapshots/<id>/graph: the snapshot's dataflow graph and its groups. A graph
+ * of more than LAZY_NODES nodes comes `lazy`: `nodes` holds only the nodes of the groups
+ * open by default (and the top level), `links` the edges into the other groups.
  * @typedef {Object} SnapshotGraph
  * @property {number} snapshot_id
+ * @property {boolean} lazy
  * @property {Array<GraphNode>} nodes
  * @property {Array<GraphGroup>} groups
+ * @property {GraphHolders} holders
+ * @property {Array<Array<number>>} links
+ */
+
+/**
+ * GET /api/snapshots/<id>/graph/members?groups=3,7: the nodes directly in those groups.
+ * @typedef {Object} GraphMembers
+ * @property {number} snapshot_id
+ * @property {Array<number>} groups
+ * @property {Array<GraphNode>} nodes
+ */
+
+/**
+ * @typedef {Object} GraphHit
+ * @property {(number|null)} id
+ * @property {(number|null)} group
+ * @property {number} line
+ */
+
+/**
+ * GET /api/snapshots/<id>/graph/search?q=relu (op, label, layer, node id) or
+ * ?layer=NAME (repeatable: the nodes with that span): matches in text order, at most
+ * `limit` (`total` counts them all).
+ * @typedef {Object} GraphSearch
+ * @property {Array<GraphHit>} hits
+ * @property {number} total
  */
 
 /**

@@ -34,6 +34,14 @@ export const ROUTES = Object.freeze({
   snapshotPart: (id, part) => `/api/snapshots/${enc(id)}?part=${enc(part)}`,
   /** SnapshotGraph: the dataflow graph of a snapshot (nodes, edges as inputs, groups) */
   snapshotGraph: (id) => `/api/snapshots/${enc(id)}/graph`,
+  /** GraphMembers: the nodes directly in some groups of a lazy SnapshotGraph */
+  snapshotGraphMembers: (id, groups) => `/api/snapshots/${enc(id)}/graph/members?groups=${groups.join(",")}`,
+  /** GraphSearch: nodes and groups matching an op, label, layer or node id */
+  snapshotGraphSearch: (id, q, constants) =>
+    `/api/snapshots/${enc(id)}/graph/search?q=${enc(q)}${constants ? "&constants=1" : ""}`,
+  /** GraphSearch: the nodes with one of these layers among their spans */
+  snapshotGraphLayers: (id, names) =>
+    `/api/snapshots/${enc(id)}/graph/search?${names.map((n) => `layer=${enc(n)}`).join("&")}`,
   /** Diff */
   diff: (a, b) => `/api/diff?a=${enc(a)}&b=${enc(b)}`,
   /** Diff without the text hunks: the node-level diff and its summary */

@@ -13,13 +13,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from explorer_helpers import collect_until, start, subscribe, terminal, upload
+from shared_models import chain_relay_text
 
 import engine as tvm
 from engine import relay, transform
 from explorer.compiler import print_snapshot
-from explorer.graphview import MAX_CHILDREN, build_graph, layer_path
+from explorer.graphview import MAX_CHILDREN, GraphIndex, build_graph, layer_path
+from explorer.protocol.checks import problems
+from explorer.protocol.http import GraphMembers, GraphSearch, SnapshotGraph
 
 MODEL = """#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {
@@ -80,6 +84,38 @@ def test_fused_functions_are_groups_of_their_body() -> None:
     pool = next(n for n in nodes if n["op"] == "nn.max_pool2d")
     relu = next(n for n in nodes if n["op"] == "nn.relu" and n["group"] == conv_fn)
     assert pool["inputs"] == [relu["id"]]
+
+
+SHARED_FN = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 4), float32]) {
+  %0 = fn (%p0: Tensor[(1, 4), float32], Primitive=1) {
+    %1 = nn.relu(%p0) /* shared/relu */;
+    tanh(%1) /* shared/tanh */
+  };
+  %2 = %0(%x);
+  %3 = %0(%2);
+  add(%2, %3) /* head/add */
+}
+"""
+
+
+def test_a_function_called_twice_has_edges_in_and_out() -> None:
+    """A fused function called more than once stays one group: its parameter is fed by each
+    call's argument and each call reads the body's result, so edges enter and leave it."""
+    mod = transform.Sequential([relay.transform.InferType()])(relay.fromtext(SHARED_FN))
+    nodes, groups, _ = _graph(mod)
+    (fn,) = [i for i, g in enumerate(groups) if g["kind"] == "function"]
+    inside = {n["id"]: n for n in nodes if n["group"] == fn}
+    param = next(n for n in inside.values() if n["kind"] == "var")
+    tanh = next(n for n in inside.values() if n["op"] == "tanh")
+    x = next(n for n in nodes if n["label"] == "%x")
+    calls = [n for n in nodes if n["kind"] == "call" and n["op"] is None]
+    assert len(calls) == 2 and all(c["group"] != fn for c in calls)
+    assert all(c["inputs"] == [tanh["id"]] and c["label"] == "call fn relu+tanh" for c in calls)
+    assert param["inputs"] == [x["id"], calls[0]["id"]]  # %0(%x), then %0(%2)
+    into = [i for n in inside.values() for i in n["inputs"] if i not in inside]
+    out_of = [n for n in nodes if n["group"] != fn and set(n["inputs"]) & set(inside)]
+    assert into and len(out_of) == 2
 
 
 def test_a_long_chain_is_split_into_runs() -> None:
@@ -179,8 +215,8 @@ def test_the_page_model_collapses_reveals_and_searches() -> None:
     mod = transform.Sequential([relay.transform.InferType(), relay.transform.FuseOps(2),
                                 relay.transform.InferType()])(tvm.IRModule.from_expr(relay.Function([x], y)))
     text, table = print_snapshot(mod)
-    nodes, groups = build_graph(text, table.to_json())
-    graph = {"snapshot_id": 1, "nodes": [dict(n) for n in nodes], "groups": [dict(g) for g in groups]}
+    graph = json.loads(json.dumps(GraphIndex(text, table.to_json()).graph(1, lazy=False)))
+    nodes = graph["nodes"]
     # one node renamed conv2d: the node the test reveals and finds by id
     graph["nodes"][1] = {**graph["nodes"][1], "op": "nn.conv2d"}
     done = subprocess.run(["node", "--input-type=commonjs", "-e", SCRIPT, MODEL_JS],
@@ -270,3 +306,125 @@ def test_a_torch_onnx_export_after_fuse_ops() -> None:
     for g in groups:
         children[g["parent"]] = children.get(g["parent"], 0) + 1
     assert max(children.values()) <= MAX_CHILDREN, children
+
+
+LAZY_SCRIPT = """
+import(process.argv[1]).then(({ GraphModel }) => {
+  const { full, lazy, members, constants } = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  const a = new GraphModel(full, { constants });
+  const c = new GraphModel(JSON.parse(JSON.stringify(lazy)), { constants });
+  const b = new GraphModel(lazy, { constants });
+  const edges = (m) => Object.fromEntries(m.edges().map((e) => [`${e.from}>${e.to}`, e.count]).sort());
+  const steps = [];
+  const compare = (what) => {
+    b.missing().forEach((g) => b.addMembers({ groups: [g], nodes: members[g] }));
+    steps.push({ what, same: JSON.stringify(edges(a)) === JSON.stringify(edges(b)),
+      boxes: JSON.stringify(a.boxes()) === JSON.stringify(b.boxes()), n: Object.keys(edges(b)).length });
+  };
+  const deep = full.holders.ids[full.holders.ids.length - 1];
+  const fetchedBefore = b.missing().length;
+  compare("opened");
+  // open every group, one at a time, both models alike
+  for (let g = 0; g < full.groups.length; g++) { a.expanded.add(g); b.expanded.add(g); }
+  const wanted = b.missing().length;
+  compare("all open");
+  a.openDefault(); b.openDefault();
+  compare("collapsed again");
+  const rolled = JSON.stringify(a.rollup(() => 1, (x, y) => x + y, 0)) === JSON.stringify(b.rollup(() => 1, (x, y) => x + y, 0));
+  console.log(JSON.stringify({ steps, fetchedBefore, wanted, rolled, lazyNodes: lazy.nodes.length,
+    key: c.ownerKey(deep), revealed: c.reveal(deep), missing: c.missing(), again: b.missing() }));
+});
+"""
+
+
+def _chain() -> Any:
+    x = relay.var("x", shape=(1, 8))
+    y = x
+    for k in range(400):
+        y = relay.nn.relu(y) if k % 2 else relay.tanh(y)
+    return relay.Function([x], y)
+
+
+def _residual_net() -> Any:
+    """Conv blocks with constant weights and a residual add each: branches, constants."""
+    rng = np.random.default_rng(0)
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    y = x
+    for k in range(40):
+        w = relay.const(rng.standard_normal((4, 4, 3, 3)).astype("float32"))
+        b = relay.nn.relu(relay.nn.conv2d(y, w, padding=(1, 1)))
+        y = relay.add(y, b) if k % 2 else relay.multiply(b, relay.const(np.float32(0.5)))
+    return relay.Function([x], y)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.parametrize(("make", "constants"), [(_chain, False), (_residual_net, False),
+                                                  (_residual_net, True)])
+def test_a_lazy_graph_draws_the_same_boxes_and_edges_as_the_whole(make: Any, constants: bool) -> None:
+    """A lazy answer (groups, holders, links, the nodes of the groups open by default) in
+    static/src/graph/model.js: collapsed, with every group opened (members fetched as the
+    page would) and collapsed again, its boxes and edges equal those of the whole graph
+    (constants hidden or shown)."""
+    mod = transform.Sequential([relay.transform.InferType(), relay.transform.FuseOps(2),
+                                relay.transform.InferType()])(tvm.IRModule.from_expr(make()))
+    text, table = print_snapshot(mod)
+    index = GraphIndex(text, table)
+    full = index.graph(1, lazy=False)
+    lazy = index.graph(1, lazy=True)
+    members = {g: index.members({g}) for g in range(len(index.groups))}
+    assert len(lazy["nodes"]) < len(index) // 4 and lazy["links"]
+    assert all(g["loaded"] for g in full["groups"]) and not full["links"]
+    done = subprocess.run(["node", "--input-type=commonjs", "-e", LAZY_SCRIPT, MODEL_JS],
+                          input=json.dumps({"full": full, "lazy": lazy, "members": members,
+                                            "constants": constants}),
+                          capture_output=True, text=True, timeout=60, check=True)
+    out = json.loads(done.stdout)
+    # the server loaded what the page opens by default (with constants hidden, as it opens)
+    assert out["fetchedBefore"] == 0 or constants
+    assert out["wanted"] > 0
+    for step in out["steps"]:
+        assert step["same"] and step["boxes"] and step["n"] > 0, step
+    assert out["rolled"]
+    # a node deep in a closed group: revealing it asks for its group's members (and only
+    # groups not fetched before)
+    assert out["key"].startswith("g") and out["revealed"] and len(out["missing"]) >= 1
+    assert out["again"] == []
+
+
+def test_lazy_graph_endpoints(client: Any, sock: Any) -> None:
+    """Over the lazy threshold the first answer holds every group and node id but only the
+    nodes of the groups open by default; members and search answer the rest; bad input is a
+    400 that names the problem."""
+    from explorer.graphserve import GraphCache
+
+    client.application.extensions["explorer.graphs"] = GraphCache(prefetch=False, lazy_nodes=2)
+    session = upload(client, chain_relay_text(150))
+    run_id = start(sock, session["id"], passes=["InferType", "FuseOps"])
+    subscribe(sock, run_id)
+    events = collect_until(sock, terminal)
+    fuse = next(e["data"] for e in events if e["type"] == "pass_finished" and e["data"]["name"] == "FuseOps")
+    base = f"/api/snapshots/{fuse['after']}/graph"
+    body = client.get(base).get_json()
+    assert problems(SnapshotGraph, body) == []
+    assert body["lazy"] is True
+    closed = [i for i, g in enumerate(body["groups"]) if not g["loaded"]]
+    assert closed and len(body["nodes"]) < len(body["holders"]["ids"])
+    sent = {n["id"] for n in body["nodes"]}
+    want = [i for i, g in zip(body["holders"]["ids"], body["holders"]["groups"], strict=True) if g == closed[0]]
+    members = client.get(f"{base}/members?groups={closed[0]}").get_json()
+    assert problems(GraphMembers, members) == []
+    assert members["groups"] == [closed[0]] and sorted(n["id"] for n in members["nodes"]) == sorted(want)
+    assert not sent & {n["id"] for n in members["nodes"]}
+    relu = next(n for n in members["nodes"] + body["nodes"] if n["op"] == "nn.relu")
+    hits = client.get(f"{base}/search?q=relu").get_json()
+    assert problems(GraphSearch, hits) == []
+    assert relu["id"] in {h["id"] for h in hits["hits"]} and hits["total"] >= 1
+    by_id = client.get(f"{base}/search?q={relu['id']}").get_json()["hits"]
+    assert [h["id"] for h in by_id if h["group"] is None] == [relu["id"]]
+    layer = relu["spans"][0]
+    by_layer = client.get(f"{base}/search?layer={layer}").get_json()["hits"]
+    assert relu["id"] in {h["id"] for h in by_layer}
+    for url, code in ((f"{base}/members", "bad_groups"), (f"{base}/members?groups=x", "bad_groups"),
+                      (f"{base}/members?groups=99999", "bad_groups"), (f"{base}/search", "bad_query")):
+        resp = client.get(url)
+        assert resp.status_code == 400 and resp.get_json()["error"]["code"] == code, url

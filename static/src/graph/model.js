@@ -1,9 +1,14 @@
 // The graph of one snapshot (GET /api/snapshots/<id>/graph) and what of it is shown: which
 // groups are expanded, which box holds each node, the edges between the boxes shown.
-// No DOM here: the static report imports it as it is.
+// A big graph comes lazy (the nodes of a group come when it is opened: `missing()` says
+// which groups to fetch, `addMembers` takes the answer). No DOM here.
 
-/** Boxes a graph opens with, at most (groups expand breadth-first while they fit). */
+/** Boxes a graph opens with, at most (groups expand breadth-first while they fit;
+ * explorer/graphview.py OPEN_BUDGET decides which groups a lazy answer loads). */
 export const OPEN_BUDGET = 48;
+
+const CONSTANT = 1;
+const BARE = 2;
 
 /**
  * @typedef {import("../protocol.js").SnapshotGraph} SnapshotGraph
@@ -13,25 +18,43 @@ export const OPEN_BUDGET = 48;
  */
 
 export class GraphModel {
-  /** @param {SnapshotGraph} graph @param {{constants?: boolean}} [options] */
+  /**
+   * `graph.holders` names the group of every node, loaded or not; `graph.links` are the
+   * operand edges into groups whose nodes are not loaded (by producer).
+   * @param {SnapshotGraph} graph @param {{constants?: boolean}} [options]
+   */
   constructor(graph, { constants = false } = {}) {
     this.graph = graph;
+    this.lazy = Boolean(graph.lazy);
     this.constants = constants;
-    this.nodes = graph.nodes;
     this.groups = graph.groups;
-    /** @type {Map<number, any>} */
-    this.byId = new Map(this.nodes.map((n) => [n.id, n]));
-    /** group index -> its child groups and nodes, in text order */
+    const H = graph.holders;
+    this.ids = H.ids;
+    this.size = H.ids.length;
+    /** node id -> its position in `holders` */
+    this.pos = new Map(H.ids.map((id, p) => [id, p]));
+    this.hold = Int32Array.from(H.groups);
+    this.flags = Uint8Array.from(H.flags);
+    this.loaded = Uint8Array.from(this.groups, (g) => (g.loaded ? 1 : 0));
+    /** group index -> its child groups and its loaded nodes */
     this.childGroups = this.groups.map(() => []);
     this.childNodes = this.groups.map(() => []);
     this.topGroups = [];
     this.topNodes = [];
     this.groups.forEach((g, i) => (g.parent < 0 ? this.topGroups : this.childGroups[g.parent]).push(i));
-    for (const n of this.nodes) (n.group < 0 ? this.topNodes : this.childNodes[n.group]).push(n.id);
+    /** the loaded nodes, by id */
+    this.nodes = [];
+    /** @type {Map<number, any>} */
+    this.byId = new Map();
+    this.edgeFrom = []; // operand edges into loaded nodes, as positions in `holders`
+    this.edgeTo = [];
+    this.addNodes(graph.nodes);
+    this.linkFrom = Int32Array.from(graph.links, (l) => this.pos.get(l[0]) ?? -1);
+    this.linkTo = Int32Array.from(graph.links, (l) => l[1]);
+    this.linkCount = Int32Array.from(graph.links, (l) => l[2]);
     /** node ids of a function group (its function and its call) -> the group */
     this.groupOfNodeId = new Map();
     this.groups.forEach((g, i) => g.node_ids.forEach((id) => this.groupOfNodeId.set(id, i)));
-    this.indexEdges();
     /** groups, deepest first: a child before its parent (for rollups) */
     const depth = this.groups.map(() => -1);
     const depthOf = (g) => (g < 0 ? -1 : depth[g] >= 0 ? depth[g] : (depth[g] = depthOf(this.groups[g].parent) + 1));
@@ -42,8 +65,59 @@ export class GraphModel {
     this.openDefault();
   }
 
+  addNodes(nodes) {
+    for (const n of nodes) {
+      if (this.byId.has(n.id)) continue;
+      this.byId.set(n.id, n);
+      this.nodes.push(n);
+      (n.group < 0 ? this.topNodes : this.childNodes[n.group]).push(n.id);
+      const to = this.pos.get(n.id);
+      for (const src of n.inputs) {
+        const from = this.pos.get(src);
+        if (from !== undefined && to !== undefined) {
+          this.edgeFrom.push(from);
+          this.edgeTo.push(to);
+        }
+      }
+    }
+  }
+
+  /** A GraphMembers answer: its groups' nodes join this model and the cached answer. */
+  addMembers(members) {
+    const fresh = members.nodes.filter((n) => !this.byId.has(n.id));
+    this.addNodes(fresh);
+    this.graph.nodes.push(...fresh);
+    for (const g of members.groups) {
+      if (g < 0) continue;
+      this.loaded[g] = 1;
+      this.graph.groups[g].loaded = true;
+    }
+  }
+
+  /** Expanded groups (under expanded parents) whose nodes are not loaded yet. */
+  missing() {
+    const out = [];
+    for (const g of this.expanded) {
+      if (this.loaded[g]) continue;
+      let up = this.groups[g].parent;
+      while (up >= 0 && this.expanded.has(up)) up = this.groups[up].parent;
+      if (up < 0) out.push(g);
+    }
+    return out.sort((a, b) => a - b);
+  }
+
   shows(n) {
     return this.constants || n.kind !== "constant";
+  }
+
+  showsAt(p) {
+    return this.constants || !(this.flags[p] & CONSTANT);
+  }
+
+  /** A call without a span (from `holders`, loaded or not). */
+  isBare(id) {
+    const p = this.pos.get(id);
+    return p !== undefined && Boolean(this.flags[p] & BARE);
   }
 
   /** Expand breadth-first, in text order, while the boxes shown stay within the budget. */
@@ -53,7 +127,8 @@ export class GraphModel {
     const queue = [...this.topGroups];
     while (queue.length) {
       const g = queue.shift();
-      const more = this.childGroups[g].length + this.childNodes[g].filter((id) => this.shows(this.byId.get(id))).length;
+      const grp = this.groups[g];
+      const more = this.childGroups[g].length + grp.own + (this.constants ? grp.own_constants : 0);
       if (shown - 1 + more > budget) continue;
       this.expanded.add(g);
       shown += more - 1;
@@ -63,20 +138,20 @@ export class GraphModel {
 
   /** Group indexes from the top down to the group holding node `id` (excluded: the node). */
   ancestors(id) {
-    const n = this.byId.get(id);
+    const p = this.pos.get(id);
     const chain = [];
-    for (let g = n ? n.group : this.groupOfNodeId.get(id) ?? -1; g >= 0; g = this.groups[g].parent) chain.push(g);
-    if (!n && this.groupOfNodeId.has(id)) chain.shift(); // a function group: its own parents
+    for (let g = p !== undefined ? this.hold[p] : this.groupOfNodeId.get(id) ?? -1; g >= 0; g = this.groups[g].parent) chain.push(g);
+    if (p === undefined && this.groupOfNodeId.has(id)) chain.shift(); // a function group: its own parents
     return chain.reverse();
   }
 
   /** The key of the box that shows node (or function group) `id` now. */
   ownerKey(id) {
     for (const g of this.ancestors(id)) if (!this.expanded.has(g)) return `g${g}`;
-    if (!this.byId.has(id) && this.groupOfNodeId.has(id)) return `g${this.groupOfNodeId.get(id)}`;
-    const n = this.byId.get(id);
-    if (n && !this.shows(n)) return null;
-    return n ? `n${id}` : null;
+    const p = this.pos.get(id);
+    if (p === undefined) return this.groupOfNodeId.has(id) ? `g${this.groupOfNodeId.get(id)}` : null;
+    if (!this.showsAt(p)) return null;
+    return this.byId.has(id) ? `n${id}` : `g${this.hold[p]}`; // its group's nodes on their way
   }
 
   /** Expand every group above node `id` so that it shows as its own box. */
@@ -133,25 +208,6 @@ export class GraphModel {
     return this.boxesOf(this.topGroups, this.topNodes);
   }
 
-  /** The operand edges between shown nodes, once, as flat arrays of node indexes. */
-  indexEdges() {
-    const index = new Map(this.nodes.map((n, i) => [n.id, i]));
-    const from = [];
-    const to = [];
-    this.nodes.forEach((n, i) => {
-      if (!this.shows(n)) return;
-      for (const src of n.inputs) {
-        const k = index.get(src);
-        if (k !== undefined && this.shows(this.nodes[k])) {
-          from.push(k);
-          to.push(i);
-        }
-      }
-    });
-    this.edgeFrom = Int32Array.from(from);
-    this.edgeTo = Int32Array.from(to);
-  }
-
   /**
    * For each group, the collapsed group whose box shows its members now, or -1 when it is
    * open all the way up (its nodes show as their own boxes or inside open groups).
@@ -170,51 +226,67 @@ export class GraphModel {
 
   /**
    * Edges between the boxes shown: [{from, to, count}], one per pair of boxes. One pass
-   * over the operand edges with integer owners (a group's owner computed once), so an
-   * expand or collapse stays a few milliseconds on a 50k-node graph.
+   * over the operand edges into loaded nodes and the links into groups not loaded, with
+   * integer owners (a group's owner computed once), so an expand or collapse stays a few
+   * milliseconds on a 50k-node graph.
    */
   edges() {
     const owner = this.collapsedOwners();
     const G = this.groups.length;
-    const code = (i) => {
-      const g = this.nodes[i].group;
-      const o = g < 0 ? -1 : owner[g];
-      return o >= 0 ? o : G + i;
+    const { hold, loaded } = this;
+    const code = (p) => {
+      const g = hold[p];
+      if (g < 0) return G + p;
+      return owner[g] >= 0 ? owner[g] : loaded[g] ? G + p : g;
     };
-    const key = (c) => (c < G ? `g${c}` : `n${this.nodes[c - G].id}`);
+    const key = (c) => (c < G ? `g${c}` : `n${this.ids[c - G]}`);
     const seen = new Map();
-    const span = G + this.nodes.length;
-    for (let e = 0; e < this.edgeFrom.length; e++) {
-      const a = code(this.edgeFrom[e]);
-      const b = code(this.edgeTo[e]);
-      if (a === b) continue;
+    const span = G + this.size;
+    const add = (a, b, n) => {
+      if (a === b) return;
       const pair = a * span + b;
       const hit = seen.get(pair);
-      if (hit) hit.count++;
-      else seen.set(pair, { from: a, to: b, count: 1 });
+      if (hit) hit.count += n;
+      else seen.set(pair, { from: a, to: b, count: n });
+    };
+    for (let e = 0; e < this.edgeFrom.length; e++) {
+      const from = this.edgeFrom[e];
+      const to = this.edgeTo[e];
+      if (this.showsAt(from) && this.showsAt(to)) add(code(from), code(to), 1);
+    }
+    for (let l = 0; l < this.linkTo.length; l++) {
+      const g = this.linkTo[l];
+      const from = this.linkFrom[l];
+      if (loaded[g] || from < 0 || !this.showsAt(from)) continue;
+      add(code(from), owner[g] >= 0 ? owner[g] : g, this.linkCount[l]);
     }
     return [...seen.values()].map((e) => ({ from: key(e.from), to: key(e.to), count: e.count }));
   }
 
   /**
-   * A value per group folded from its members at any depth, in O(nodes + groups):
-   * `value(node)` per node, `combine(a, b)` joins two, `empty` is the start.
-   * @template T @param {(n: any) => T} value @param {(a: T, b: T) => T} combine @param {T} empty
-   * @returns {Array<T>}
+   * A value per group folded from its members at any depth, loaded or not, in
+   * O(nodes + groups): `value(id, node)` per node (`node` undefined when not loaded),
+   * `combine(a, b)` joins two, `empty` is the start.
+   * @template T @param {(id: number, n: any) => T} value @param {(a: T, b: T) => T} combine
+   * @param {T} empty @returns {Array<T>}
    */
   rollup(value, combine, empty) {
     const out = this.groups.map(() => empty);
-    for (const n of this.nodes) if (n.group >= 0) out[n.group] = combine(out[n.group], value(n));
+    for (let p = 0; p < this.size; p++) {
+      const g = this.hold[p];
+      if (g >= 0) out[g] = combine(out[g], value(this.ids[p], this.byId.get(this.ids[p])));
+    }
     for (const g of this.deepestFirst) {
-      const p = this.groups[g].parent;
-      if (p >= 0) out[p] = combine(out[p], out[g]);
+      const up = this.groups[g].parent;
+      if (up >= 0) out[up] = combine(out[up], out[g]);
     }
     return out;
   }
 
   /**
    * Nodes and groups matching `query`: a node id, an operator or label, a layer name
-   * (a part of a span), a group's label. In text order.
+   * (a part of a span), a group's label, among the loaded nodes (a lazy graph asks the
+   * server, GET .../graph/search, which matches the same way). In text order.
    * @returns {Array<{id: number|null, group: number|null, line: number}>}
    */
   search(query) {

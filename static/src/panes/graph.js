@@ -8,6 +8,7 @@ import { GraphCanvas } from "../graph/canvas.js";
 import { download, toPng, toSvg } from "../graph/export.js";
 import { layoutBoxes, warmUp } from "../graph/layout.js";
 import { GraphModel } from "../graph/model.js";
+import { layerNodeIds, loadMissing, searchRemote } from "../graph/remote.js";
 import { layoutSideBySide } from "../graph/union.js";
 import { TOPIC } from "../hub.js";
 import { LruCache } from "../lru.js";
@@ -118,12 +119,14 @@ export class GraphPane extends Pane {
       this.root.dataset.diff = "loading";
       const graphsById = await Promise.all(Object.values(shown).map(fetchGraph));
       if (seq !== this.seq) return;
+      this.root.dataset.fetchMs = String(Math.round(performance.now() - t0));
       this.rememberExpanded();
       this.groupKey = null;
       for (const c of this.canvases()) c.destroy();
       replace(this.body);
       this.body.classList.toggle("two", both);
       this.sides = {};
+      const tm = performance.now();
       Object.keys(shown).forEach((side, i) => {
         const model = new GraphModel(graphsById[i], { constants: this.constants.checked });
         this.restoreExpanded(model);
@@ -135,11 +138,14 @@ export class GraphPane extends Pane {
           onView: (view) => this.syncView(side, view) });
         this.sides[side] = { snapshot: shown[side], model, canvas, layout: null };
       });
+      this.root.dataset.modelMs = String(Math.round(performance.now() - tm));
       this.setDiff(null);
       Promise.resolve(diff).then((d) => {
         if (seq !== this.seq) return;
+        const td = performance.now();
         this.setDiff(d);
         this.paintMarks();
+        this.root.dataset.diffMarkMs = String(Math.round(performance.now() - td)); // the diff's colours
         this.root.dataset.diff = "ready";
       });
       if (this.selectedId !== null) for (const s of Object.values(this.sides)) s.model.reveal(this.selectedId);
@@ -172,6 +178,12 @@ export class GraphPane extends Pane {
     const seq = this.seq;
     const sides = Object.values(this.sides);
     const t0 = performance.now();
+    // a lazy graph: the nodes of the groups just opened come from the server first
+    if (await loadMissing(sides)) {
+      if (seq !== this.seq) return;
+      this.root.dataset.fetches = String(Number(this.root.dataset.fetches ?? 0) + 1);
+      for (const s of sides) s.roll = null;
+    }
     const shown = sides.map((s) => ({ model: s.model, boxes: s.model.boxes(), edges: s.model.edges() }));
     const prepared = performance.now();
     // side by side: one layout of both, so a node both show sits at the same place
@@ -191,7 +203,7 @@ export class GraphPane extends Pane {
     const boxes = layouts.reduce((n, l) => n + l.items.length, 0);
     this.root.dataset.boxes = String(layouts.at(-1)?.items.length ?? 0);
     this.root.dataset.layoutMs = String(Math.round(performance.now() - t0));
-    const nodes = sides.at(-1)?.model.nodes.length ?? 0;
+    const nodes = sides.at(-1)?.model.size ?? 0;
     this.root.dataset.nodes = String(nodes);
     this.status.textContent = `${boxes} boxes · ${nodes} nodes · layout ${Math.round(performance.now() - t0)} ms`;
   }
@@ -211,7 +223,7 @@ export class GraphPane extends Pane {
         if (best && !it.box.expanded) status.set(it.key, best);
         if (best === "created" && !group) created++;
         const node = group ? null : s.model.byId.get(it.box.id);
-        const bare = group ? roll.bare[it.box.group] : Number(this.isBare(node));
+        const bare = group ? roll.bare[it.box.group] : Number(s.model.isBare(it.box.id));
         const drift = group ? roll.drift[it.box.group] : this.drifts(node);
         const b = this.badgesOf(it, bare, drift);
         if (b.length) badges.set(it.key, b);
@@ -234,10 +246,6 @@ export class GraphPane extends Pane {
     return st ? STATUS_RANK[st] : 0;
   }
 
-  isBare(n) {
-    return Boolean(n && n.kind === "call" && !n.spans.length);
-  }
-
   drifts(n) {
     const { drifted } = this.badgeInfo;
     return Boolean(drifted.size && n && n.kind === "call" && n.spans.some((x) => drifted.has(x)));
@@ -246,14 +254,24 @@ export class GraphPane extends Pane {
   /** Per group of a side: its members' strongest diff status, calls without a span, drift;
    * folded once per diff / run change, not per paint. */
   rollups(side, s) {
-    const stamp = `${this.diffStamp}/${this.badgeInfo.drifted.size}`;
+    const stamp = `${this.diffStamp}/${this.badgeInfo.drifted.size}/${s.driftIds?.size ?? -1}`;
     if (s.roll?.stamp !== stamp) {
       const m = s.model;
-      s.roll = { stamp, rank: m.rollup((n) => this.rankOf(side, n.id), Math.max, 0),
-        bare: m.rollup((n) => Number(this.isBare(n)), (a, b) => a + b, 0),
-        drift: m.rollup((n) => this.drifts(n), (a, b) => a || b, false) };
+      if (m.lazy && this.badgeInfo.drifted.size && s.driftIds === undefined) this.driftOfLazy(s);
+      s.roll = { stamp, rank: m.rollup((id) => this.rankOf(side, id), Math.max, 0),
+        bare: m.rollup((id) => Number(m.isBare(id)), (a, b) => a + b, 0),
+        drift: m.rollup((id, n) => this.drifts(n) || Boolean(s.driftIds?.has(id)), (a, b) => a || b, false) };
     }
     return s.roll;
+  }
+
+  /** A lazy graph's drifted nodes (most not loaded here) by their layers, from the server. */
+  driftOfLazy(s) {
+    s.driftIds = null;
+    layerNodeIds(s.snapshot, [...this.badgeInfo.drifted]).then((ids) => {
+      s.driftIds = ids;
+      this.paintMarks();
+    }).catch(() => null);
   }
 
   badgesOf(it, bare, drift) {
@@ -319,11 +337,19 @@ export class GraphPane extends Pane {
 
   async followLayer(sel) {
     this.related = new Set();
-    const model = this.sides.b?.model;
-    if (sel && model) for (const n of model.nodes) if (n.spans.includes(sel.name)) this.related.add(n.id);
+    const side = this.sides.b;
+    const model = side?.model;
+    if (sel && model?.lazy) {
+      const seq = this.seq;
+      const ids = await layerNodeIds(side.snapshot, [sel.name]).catch(() => new Set());
+      if (seq !== this.seq) return;
+      this.related = ids;
+    } else if (sel && model) {
+      for (const n of model.nodes) if (n.spans.includes(sel.name)) this.related.add(n.id);
+    }
     this.paintMarks();
     const first = [...this.related][0];
-    if (first !== undefined) this.sides.b.canvas.centre(model.ownerKey(first));
+    if (first !== undefined) side.canvas.centre(model.ownerKey(first));
   }
 
   /** Side by side, the two views pan and zoom together (one layout of both sides). */
@@ -369,7 +395,13 @@ export class GraphPane extends Pane {
     const model = this.sides.b?.model;
     if (!model) return;
     if (!this.hits) {
-      this.hits = model.search(this.search.value);
+      const query = this.search.value;
+      const { snapshot } = this.sides.b;
+      const hits = model.lazy ? await searchRemote(snapshot, query, this.constants.checked)
+        : model.search(query);
+      // (the same snapshot redrawn meanwhile has the same node ids: the hits still hold)
+      if (snapshot !== this.sides.b?.snapshot || query !== this.search.value) return;
+      this.hits = hits;
       this.hitIndex = step > 0 ? -1 : 0;
     }
     if (!this.hits.length) {
@@ -382,9 +414,9 @@ export class GraphPane extends Pane {
     this.hitCount.textContent = `${this.hitIndex + 1}/${this.hits.length}`;
     if (hit.id !== null) {
       const entry = this.indexes?.b?.entriesOfNode(hit.id)[0];
-      const node = model.byId.get(hit.id);
       this.selectedId = hit.id;
-      await this.revealAndCentre(hit.id);
+      await this.revealAndCentre(hit.id); // (loads a lazy graph's group holding it)
+      const node = this.sides.b?.model.byId.get(hit.id);
       this.hub.emit(TOPIC.EXPR_SELECTED, { nodeId: hit.id, spans: entry?.spans ?? node?.spans ?? [],
         kind: entry?.kind ?? node?.kind ?? "function", op: entry?.op ?? node?.op ?? null, side: "b",
         snapshotId: this.sides.b.snapshot, origin: "graph" });
