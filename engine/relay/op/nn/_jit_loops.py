@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_JIT = {"cache": True, "nogil": True, "boundscheck": False}
+_jit = njit(cache=True, nogil=True, boundscheck=False)
 
 
-@njit(**_JIT)
+@_jit
 def _copy_plane(pad, plane, top, left):
     """`plane` (H, W) into `pad` at (top, left)."""
     for r in range(plane.shape[0]):
@@ -37,7 +37,7 @@ def _copy_plane(pad, plane, top, left):
             dst[left + k] = src[k]
 
 
-@njit(**_JIT)
+@_jit
 def _affine(v, s, b, lo, hi):
     """The epilogue: `v * s + b` clamped to [lo, hi] as np.clip does (NaN stays NaN)."""
     v = v * s + b
@@ -45,7 +45,7 @@ def _affine(v, s, b, lo, hi):
     return hi if v > hi else v
 
 
-@njit(**_JIT)
+@_jit
 def _row3_s1(o, a, b, c, w, s, t, lo, hi):
     w0, w1, w2, w3, w4, w5, w6, w7, w8 = w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]
     for k in range(o.shape[0]):
@@ -54,7 +54,7 @@ def _row3_s1(o, a, b, c, w, s, t, lo, hi):
                        s, t, lo, hi)
 
 
-@njit(**_JIT)
+@_jit
 def _row3_s2(o, a0, a1, b0, b1, c0, c1, w, s, t, lo, hi):
     """Stride 2 over rows split by column parity (x0: even columns, x1: odd ones), so every
     load is unit-stride."""
@@ -65,7 +65,7 @@ def _row3_s2(o, a0, a1, b0, b1, c0, c1, w, s, t, lo, hi):
                        s, t, lo, hi)
 
 
-@njit(**_JIT)
+@_jit
 def _copy_plane_by_parity(pad, plane, top, left):
     """`plane` (H, W) into `pad` (rows, 2, columns / 2) at (top, left): padded column q
     goes to pad[:, q % 2, q // 2]."""
@@ -79,7 +79,7 @@ def _copy_plane_by_parity(pad, plane, top, left):
                 dst[base + t] = src[first + 2 * t]
 
 
-@njit(**_JIT)
+@_jit
 def depthwise_rows3x3(x, w, out, stride, top, left, scale, shift, lo, hi):
     """x (N, C, H, W), w (O, 9) with O = C x multiplier, out (N, O, OH, OW); stride 1 or 2
     on both axes, dilation 1, padding `top`/`left` (bottom/right implied by the shapes).
@@ -110,13 +110,13 @@ def depthwise_rows3x3(x, w, out, stride, top, left, scale, shift, lo, hi):
                                  s, t, lo, hi)
 
 
-@njit(**_JIT)
+@_jit
 def _add_scaled(acc, src, wt):
     for k in range(acc.shape[0]):
         acc[k] += src[k] * wt[k]
 
 
-@njit(**_JIT)
+@_jit
 def depthwise_channels_last(x, w, out, sh, sw, dh, dw, top, left, scale, shift, lo, hi):
     """x (N, C, H, W), w (KH, KW, C), out (N, C, OH, OW): one input channel per output
     channel; any kernel size, stride, dilation and (non-negative) padding; the epilogue
@@ -148,7 +148,7 @@ def depthwise_channels_last(x, w, out, sh, sw, dh, dw, top, left, scale, shift, 
                     dst[q] = _affine(row[q, c], s, t, lo, hi)
 
 
-@njit(**_JIT)
+@_jit
 def channel_affine(x, scale, shift, lo, hi, out):
     """out[n, c] = x[n, c] * scale[c] + shift[c] over (N, C, K) arrays (out may be x),
     clamped to [lo, hi] as np.clip does (NaN stays NaN): one pass, where numpy makes one
