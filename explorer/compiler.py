@@ -43,9 +43,11 @@ TARGET = "llvm"
 ENGINE_MODULES = ("engine.relay.transform", "engine.relay.frontend", "engine.relay.parser",
                   "engine.relay.frontend.onnx", "engine.relay.frontend.tflite", "onnx",
                   "engine.relay.interpreter", "engine.relay.backend.build_module",
-                  "engine.relay.qnn.transform")
+                  "engine.relay.qnn.transform", "engine.relay.op.nn._jit_loops")
 """What the probe and run processes import up front (their fork server preloads these
-once; one that cannot be imported is skipped there)."""
+once; one that cannot be imported is skipped there: the interpreter's numba loops when
+numba is not installed; imported there, numba's 0.5 s import is paid once per server,
+not once per run that checks numerics)."""
 
 __all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "bind_params", "check_types",
            "compile_module", "Compiled", "dataflow_node", "frame_remarks",
