@@ -24,7 +24,7 @@ import numpy as np
 
 from explorer.compiler import SourceMapTable
 from explorer.compiler import source_map_table as _columns
-from explorer.protocol.http import GraphNode
+from explorer.protocol.graph import GraphNode
 
 _TYPE = re.compile(r"/\* ty=(.*?) \*/")
 VALUE_KINDS = frozenset({"call", "constant", "tuple", "tuple_getitem", "let", "if", "var"})

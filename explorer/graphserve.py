@@ -23,7 +23,7 @@ from flask import Response, current_app
 
 from explorer.graphview import CONSTANT, GraphIndex
 from explorer.protocol import ApiError, bad_request
-from explorer.protocol.http import GraphHit, GraphMembers, GraphSearch, SnapshotGraph
+from explorer.protocol.graph import GraphHit, GraphMembers, GraphSearch, SnapshotGraph
 from explorer.runs.child_call import ErrorTuple
 from explorer.runs.children import die_with_parent, exit_description, mp_context
 from explorer.store import Store

@@ -25,7 +25,7 @@ from typing import Any
 
 from explorer.compiler import SourceMapTable
 from explorer.graphflow import Dataflow
-from explorer.protocol.http import GraphGroup, GraphHolders, GraphNode, SnapshotGraph
+from explorer.protocol.graph import GraphGroup, GraphHolders, GraphNode, SnapshotGraph
 
 MAX_CHILDREN = 24
 """The most boxes a group shows when expanded; more are split into runs of consecutive ones."""

@@ -2,10 +2,11 @@
 generated file per responsibility: `static/src/protocol.gen.js` the names (namespace,
 socket events, RunEvent types, statuses, formats, upload extensions) as frozen constants;
 `protocol.events.gen.js` a JSDoc `@typedef` for every shape, option and event payload;
-`protocol.http.gen.js` one for every HTTP answer and socket ack. protocol.js re-exports
-all three, so panes annotate with `import("./protocol.js").PassFinished`.
+`protocol.http.gen.js` one for every HTTP answer and socket ack, and `protocol.graph.gen.js`
+for the graph view's answers. protocol.js re-exports all four, so panes annotate with
+`import("./protocol.js").PassFinished`.
 
-    python -m explorer.protocol.js_gen            # (re)write the file
+    python -m explorer.protocol.js_gen            # (re)write the files
     python -m explorer.protocol.js_gen --check    # exit 1 when it is stale
 
 tests/explorer/test_explorer_protocol_js.py fails when a committed file differs.
@@ -19,12 +20,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-from explorer.protocol import debug, errors, events, http, names, options, shapes
+from explorer.protocol import debug, errors, events, graph, http, names, options, shapes
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "static" / "src"
 COMMAND = "python -m explorer.protocol.js_gen"
-DECLARING = (errors, options, shapes, debug, events, http)  # the modules whose TypedDicts are typed
+EVENTS = (errors, options, shapes, debug, events)
+DECLARING = (*EVENTS, http, graph)  # the modules whose TypedDicts are typed
 ALIASES: dict[str, Any] = {
     "RunStatus": names.RunStatus, "ModelFormat": names.ModelFormat,
     "BacktraceAction": names.BacktraceAction, "DiffTag": names.DiffTag,
@@ -166,9 +168,9 @@ def render() -> dict[Path, str]:
     aliases = [alias_typedef(name, declared) for name, declared in ALIASES.items()]
     return {
         SRC / "protocol.gen.js": _file([list(constants())]),
-        SRC / "protocol.events.gen.js": _file([*_typedefs(*DECLARING[:-1]),
-                                               payload_map(), *aliases]),
-        SRC / "protocol.http.gen.js": _file(_typedefs(DECLARING[-1])),
+        SRC / "protocol.events.gen.js": _file([*_typedefs(*EVENTS), payload_map(), *aliases]),
+        SRC / "protocol.http.gen.js": _file(_typedefs(http)),
+        SRC / "protocol.graph.gen.js": _file(_typedefs(graph)),
     }
 
 

@@ -8,6 +8,7 @@ import { TEDD_VIEW_KEYS } from "./protocol.gen.js";
 export * from "./protocol.gen.js";
 export * from "./protocol.events.gen.js";
 export * from "./protocol.http.gen.js";
+export * from "./protocol.graph.gen.js";
 
 const enc = encodeURIComponent;
 

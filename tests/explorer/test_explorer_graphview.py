@@ -23,7 +23,7 @@ from engine import relay, transform
 from explorer.compiler import print_snapshot
 from explorer.graphview import MAX_CHILDREN, GraphIndex, build_graph, layer_path
 from explorer.protocol.checks import problems
-from explorer.protocol.http import GraphMembers, GraphSearch, SnapshotGraph
+from explorer.protocol.graph import GraphMembers, GraphSearch, SnapshotGraph
 
 MODEL = """#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {
