@@ -33,3 +33,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     set_update(bool(config.getoption("--update-goldens")))
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test once with the interpreter's numpy loops and once with its compiled ones
+    (engine.relay.op.nn.compiled_kernels; skipped without numba)."""
+    from engine.relay.op.nn import compiled_kernels
+
+    monkeypatch.setenv(compiled_kernels.ENV, "1" if request.param == "compiled" else "0")
+    if request.param == "compiled" and not compiled_kernels.enabled():
+        pytest.skip("numba is not installed: only numpy's loops run")
+    return str(request.param)

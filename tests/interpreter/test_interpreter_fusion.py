@@ -19,14 +19,6 @@ from engine.relay.interpreter_fusion import find_fusions
 from engine.relay.op.nn import compiled_kernels
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv(compiled_kernels.ENV, "1" if request.param == "compiled" else "0")
-    if request.param == "compiled" and not compiled_kernels.enabled():
-        pytest.skip("numba is not installed: only numpy's loops run")
-    return str(request.param)
-
-
 def _bn_args(rng: np.random.Generator, shape: tuple[int, ...], axis: int = 1,
              dtype: str = "float32") -> list[np.ndarray]:
     data = (rng.standard_normal(shape) * 4).astype(dtype)

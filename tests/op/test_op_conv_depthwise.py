@@ -14,15 +14,6 @@ from engine.relay.op.nn import compiled_kernels
 from engine.relay.op.nn.conv import channels_last, conv2d_nchw
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test once with numpy's loops and once with the compiled ones."""
-    monkeypatch.setenv(compiled_kernels.ENV, "1" if request.param == "compiled" else "0")
-    if request.param == "compiled" and not compiled_kernels.enabled():
-        pytest.skip("numba is not installed: only numpy's depthwise loops run")
-    return str(request.param)
-
-
 def reference(x: np.ndarray, w: np.ndarray, strides: tuple[int, int],
               padding: tuple[int, int, int, int], dilation: tuple[int, int]) -> np.ndarray:
     n, c, h, wd = x.shape
