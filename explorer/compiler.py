@@ -27,6 +27,7 @@ from engine.relay.backend.build_module import (
     codegen,
 )
 from engine.relay.backend.kernel_source import kernel_source, relower
+from engine.relay.frontend.result import json_float
 from engine.relay.printer import SourceMapTable, print_ir
 from engine.relay.printer import table as source_map_table  # the source map's columns
 from engine.relay.qnn import transform as qnn_transform  # registers qnn.CanonicalizeOps
@@ -158,7 +159,9 @@ def _plain(value: Any) -> Any:
         return value.decode("utf-8", "replace")
     if hasattr(value, "tolist"):
         return _plain(value.tolist())
-    if value is None or isinstance(value, bool | int | float | str):
+    if isinstance(value, float):
+        return json_float(value)
+    if value is None or isinstance(value, bool | int | str):
         return value
     return str(value)
 

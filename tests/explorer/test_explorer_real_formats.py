@@ -71,3 +71,26 @@ def test_a_mediapipe_tflite_shows_its_tensor_names(client, sock) -> None:
     conv = next(entry["name"] for entry in layers if entry["op_type"] == "CONV_2D")
     names = _run_and_check(client, sock, path, conv)
     assert names == [entry["name"] for entry in layers]
+
+
+@pytest.mark.parametrize("name", ["gpt2_tiny", "bert_tiny"])
+def test_a_torch_onnx_export_with_an_infinite_mask_fill(client, sock, name) -> None:
+    """torch.onnx's TorchScript exporter writes the attention mask's fill as a Constant of
+    -inf: the session lists that attribute as the text "-inf" (JSON has no infinities; the
+    whole upload used to be refused with a ValueError) and runs."""
+    pytest.importorskip("torch")
+    if importlib.util.find_spec("transformers") is None:
+        pytest.skip("transformers is not installed")
+    from engine.relay.testing.torch_models import Export, cached_export
+
+    exports = Path(__file__).resolve().parents[2] / "bench" / "models" / "torch_export"
+    path = cached_export(exports, name, Export("torchscript", 17))
+    session = _upload(client, path)
+    graph = client.get(f"/api/sessions/{session['id']}").get_json()["graph"]
+    fills = [entry["attrs"].get("value") for entry in graph["layers"]
+             if entry["op_type"] in ("Constant", "ConstantOfShape")]
+    assert ["-inf"] in fills, fills
+    run_id = start(sock, session["id"])
+    subscribe(sock, run_id)
+    events = collect_until(sock, terminal, timeout=600)
+    assert events[-1]["type"] == "run_finished", events[-1]

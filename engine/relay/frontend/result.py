@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,19 +25,29 @@ class ImportResult:
     warnings: tuple[str, ...] = field(default=())
 
 
+def json_float(value: float) -> float | str:
+    """A float as JSON can hold it: infinities and NaN (an attention mask's -inf fill, a
+    clip without a bound) become their text, "-inf", "inf", "nan"."""
+    return value if math.isfinite(value) else str(value)
+
+
 def json_value(value: Any) -> Any:
     """An attribute value made JSON-able (arrays become lists, bytes become text)."""
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, np.ndarray):
-        return value.tolist() if value.size <= 64 else f"<tensor {list(value.shape)} {value.dtype}>"
+        if value.size > 64:
+            return f"<tensor {list(value.shape)} {value.dtype}>"
+        return json_value(value.tolist())
     if isinstance(value, np.generic):
-        return value.item()
+        return json_value(value.item())
     if isinstance(value, (list, tuple)):
         return [json_value(v) for v in value]
     if isinstance(value, dict):
         return {str(k): json_value(v) for k, v in value.items()}
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if isinstance(value, float):
+        return json_float(value)
+    if value is None or isinstance(value, (bool, int, str)):
         return value
     return str(value)
 
