@@ -95,7 +95,8 @@ def first_render(page: Any, fuse: dict[str, Any], other: dict[str, Any], repeat:
             times.append(ms)
             print(f"bench_graph: first render {ms:.0f} ms, of which the graph's answer "
                   f"{page.evaluate(f'{PANE}.dataset.fetchMs')} ms, laid out in "
-                  f"{page.evaluate(f'{PANE}.dataset.layoutMs')} ms (load {os.getloadavg()[0]:.1f}); "
+                  f"{page.evaluate(f'{PANE}.dataset.layoutMs')} ms (members of opened groups "
+                  f"{page.evaluate(f'{PANE}.dataset.membersMs')} ms; load {os.getloadavg()[0]:.1f}); "
                   f"the page's own work: models {page.evaluate(f'{PANE}.dataset.modelMs')} ms, "
                   f"colouring the diff {page.evaluate(f'{PANE}.dataset.diffMarkMs')} ms")
     return times

@@ -391,6 +391,26 @@ def test_a_lazy_graph_draws_the_same_boxes_and_edges_as_the_whole(make: Any, con
     assert out["again"] == []
 
 
+def test_a_lazy_answer_never_leaves_a_group_of_groups_to_fetch() -> None:
+    """A group that holds only groups (the runs of runs of a long chain) has no nodes to ask
+    for, so a lazy answer marks it loaded: opening it must not wait for the server's index
+    to learn that its members are none."""
+    x = relay.var("x", shape=(1, 8))
+    y = x
+    for k in range(1500):
+        y = relay.nn.relu(y) if k % 2 else relay.tanh(y)
+    mod = transform.Sequential([relay.transform.InferType()])(
+        tvm.IRModule.from_expr(relay.Function([x], y)))
+    text, table = print_snapshot(mod)
+    body = GraphIndex(text, table.to_json()).graph(1, lazy=True)
+    holding = set(body["holders"]["groups"])
+    closed = [i for i, g in enumerate(body["groups"]) if not g["loaded"]]
+    groups_only = [i for i in range(len(body["groups"])) if i not in holding]
+    assert closed and groups_only
+    assert all(i in holding for i in closed)
+    assert all(body["groups"][i]["loaded"] for i in groups_only)
+
+
 def test_lazy_graph_endpoints(client: Any, sock: Any) -> None:
     """Over the lazy threshold the first answer holds every group and node id but only the
     nodes of the groups open by default; members and search answer the rest; bad input is a

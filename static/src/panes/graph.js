@@ -184,6 +184,7 @@ export class GraphPane extends Pane {
       this.root.dataset.fetches = String(Number(this.root.dataset.fetches ?? 0) + 1);
       for (const s of sides) s.roll = null;
     }
+    this.root.dataset.membersMs = String(Math.round(performance.now() - t0)); // lazy members
     const shown = sides.map((s) => ({ model: s.model, boxes: s.model.boxes(), edges: s.model.edges() }));
     const prepared = performance.now();
     // side by side: one layout of both, so a node both show sits at the same place
