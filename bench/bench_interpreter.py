@@ -14,6 +14,7 @@ instead (and the row says so). Prints a table and appends it to
 bench/results/interpreter.md with the machine description.
 
     .venv/bin/python bench/bench_interpreter.py [--repeat 5] [--models resnet50,mobilenetv2]
+        (a name `torchvision.NAME`, e.g. torchvision.resnext50_32x4d, exports that model)
 """
 
 from __future__ import annotations
@@ -166,6 +167,27 @@ def machine() -> str:
             f"numpy {np.__version__}, load avg {load:.2f}")
 
 
+TORCHVISION = "torchvision."
+"""A model named `torchvision.resnext50_32x4d` is torchvision's (seeded random weights, 224x224),
+exported by torch.onnx's TorchScript exporter: grouped convolutions next to the dense
+ResNet-50 of make_models.py."""
+
+
+def torchvision_export(name: str) -> Path:
+    path = ROOT / "bench" / "models" / "torchvision" / f"{name.removeprefix(TORCHVISION)}.onnx"
+    if path.exists():
+        return path
+    import torch
+
+    from engine.relay.testing.torch_models import import_torchvision, torchscript_export
+
+    torch.manual_seed(0)
+    model = getattr(import_torchvision().models, name.removeprefix(TORCHVISION))(weights=None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torchscript_export(model.eval(), (torch.randn(1, 3, 224, 224),), path, 17, ["x"], ["y"])
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -177,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     for name in args.models.split(","):
-        path = model_path(name)
+        path = torchvision_export(name) if name.startswith(TORCHVISION) else model_path(name)
         feeds = onnx_inputs(path)
         runners = [engine_runner(name, path, feeds)]
         if not args.no_folded and runners[0][1] == "ONNX import":
