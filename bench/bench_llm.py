@@ -11,8 +11,9 @@ socket:
 
 - `explorer serve PATH`: launch to the banner, i.e. the file imported in place and the
   session's first snapshot stored (first_snapshot_s, budget 10 s);
-- the O3 run (`relay.build` with recording, started over Socket.IO as the page does):
-  start_run to run_finished (run_s, budget 60 s);
+- the O3 run (`relay.build` with recording, started over Socket.IO with the page's
+  default options, numerics on: over the numerics weight limit the run goes on without
+  the check and says why): start_run to run_finished (run_s, budget 60 s);
 - peak RSS of the server and everything under it (the probe, the runs' fork server and
   worker), sampled from /proc: the largest process and the largest sum (budget 2 GB);
 - what the page shows, over HTTP: the timeline (passes), the diff of a pass that changed
@@ -99,9 +100,14 @@ def page_checks(server: ServedExplorer, run_id: str, events: list[dict[str, Any]
 def served(path: Path) -> dict[str, Any]:
     with ServedExplorer(model=path) as server:
         assert server.session_id is not None, "serve PATH opened no session"
-        times = server.run(server.session_id, {"opt_level": 3, "build": True})
+        # the page's default options (numerics on): over the numerics weight limit the
+        # run goes on without the check, and run_started says why
+        times = server.run(server.session_id, {"opt_level": 3, "build": True,
+                                               "check_numerics": True})
         if times.status != "run_finished":
             raise RuntimeError(f"the run ended {times.status}: {times.events[-1]}")
+        started = next(e["data"] for e in times.events if e["type"] == "run_started")
+        print(f"bench_llm: numerics: {started['numerics_error'] or 'checked'}")
         checks = page_checks(server, times.run_id, times.events)
         process_mb, tree_mb = server.peak_rss_mb
     return {"first_snapshot_s": server.first_page_s, "run_s": times.total_s,

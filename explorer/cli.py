@@ -41,6 +41,7 @@ from explorer.protocol import (
 )
 from explorer.runs.config import RunConfig
 from explorer.runs.manager import RunManager
+from explorer.runs.numerics import NUMERICS_WEIGHT_LIMIT
 from explorer.sessions import SessionService
 from explorer.store import Store
 from explorer.tracefmt import resolve_target, trace_text
@@ -72,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="stop a run with no progress for this long (default 1800)")
     serve.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                        help="a Python module every run imports (registers extra passes)")
+    _numerics_limit_arg(serve)
     for name, helptext in (("run", "run the pipeline in the terminal"),
                            ("trace", "backtrace an expression or a layer of the final IR")):
         cmd = sub.add_parser(name, help=helptext)
@@ -116,6 +118,19 @@ def _pipeline_args(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--input-shapes", default=None, help='JSON {"name": [dims]}')
     cmd.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                      help="a Python module to import first (registers extra passes)")
+    _numerics_limit_arg(cmd)
+
+
+def _numerics_limit_arg(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--numerics-limit", type=float, default=None, metavar="GB",
+                     help="check numerics only of models with at most this many GB of weights "
+                          f"(default {NUMERICS_WEIGHT_LIMIT / 1e9:.1f}: each check evaluates "
+                          "the whole model with its weights in memory)")
+
+
+def _limit_bytes(args: argparse.Namespace) -> int:
+    limit = getattr(args, "numerics_limit", None)
+    return NUMERICS_WEIGHT_LIMIT if limit is None else int(limit * 1e9)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -198,6 +213,7 @@ def _serve_config(args: argparse.Namespace) -> dict[str, Any]:
         config["MAX_CONCURRENT_RUNS"] = args.max_runs
     if args.stall_timeout is not None:
         config["RUN_STALL_TIMEOUT"] = args.stall_timeout
+    config["NUMERICS_WEIGHT_LIMIT"] = _limit_bytes(args)
     return config
 
 
@@ -312,7 +328,8 @@ def _run_here(args: argparse.Namespace, store: Store, models: Path, sink: Termin
     hub = EventHub(store)
     hub.add_sink(sink)
     sessions = SessionService(store, models)
-    manager = RunManager(store, hub, sessions, config=RunConfig(plugins=tuple(args.plugin)))
+    manager = RunManager(store, hub, sessions, config=RunConfig(
+        plugins=tuple(args.plugin), numerics_weight_limit=_limit_bytes(args)))
     shapes = parse_input_shapes(args.input_shapes)
     inlined = compiler.relay_with_constants(args.model)
     session = (sessions.open_local(args.model, shapes) if inlined is None

@@ -31,7 +31,13 @@ from engine.relay.frontend.result import json_float
 from engine.relay.printer import SourceMapTable, print_ir
 from engine.relay.printer import table as source_map_table  # the source map's columns
 from engine.relay.qnn import transform as qnn_transform  # registers qnn.CanonicalizeOps
-from engine.relay.testing.numerics import NumericsChecker, dataflow_node, make_inputs, tap_values
+from engine.relay.testing.numerics import (
+    NumericsChecker,
+    dataflow_node,
+    make_inputs,
+    tap_values,
+    weight_bytes,
+)
 from engine.relay.testing.reproducer import PassSpec, write_reproducer
 from engine.relay.textfile import read_constants, with_metadata
 from engine.relay.transform.pipeline import bind_params
@@ -57,7 +63,7 @@ __all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "bind_params", "check_ty
            "NumericsChecker", "pass_context", "PassContext", "PassInstrument", "PassSpec",
            "plan", "print_snapshot", "qnn_transform", "registered_passes",
            "relay_with_constants", "run_passes", "source_map_table", "SourceMapTable",
-           "tap_values", "transform", "write_reproducer"]
+           "tap_values", "transform", "weight_bytes", "write_reproducer"]
 
 
 @dataclasses.dataclass(slots=True)

@@ -335,8 +335,9 @@ class GraphIndex:
         """The first answer: every node, or (lazy) those of the groups open by default."""
         groups = [dict(g) for g in self.groups]
         loaded = self.default_open() | {-1} if lazy else {-1, *range(len(groups))}
-        for i, g in enumerate(groups):  # a group of groups only has no nodes to ask for
-            g["loaded"] = i in loaded or g["own"] + g["own_constants"] == 0
+        for i, (g, rec) in enumerate(zip(groups, self.groups, strict=True)):
+            # a group of groups only has no nodes to ask for
+            g["loaded"] = i in loaded or rec["own"] + rec["own_constants"] == 0
         return SnapshotGraph(snapshot_id=snapshot_id, lazy=lazy, nodes=self.members(loaded),
                              groups=groups,  # type: ignore[typeddict-item]
                              holders=GraphHolders(ids=self.ids, groups=self.holder,

@@ -85,13 +85,14 @@ class ClosingTestClient(FlaskClient):
 
 
 @contextmanager
-def app_for_tests(data_dir: Path, plugin: str | Sequence[str] | None = None
-                  ) -> Iterator[Any]:
+def app_for_tests(data_dir: Path, plugin: str | Sequence[str] | None = None,
+                  **extra: Any) -> Iterator[Any]:
     """An app on `data_dir` in testing mode whose run workers import `plugin` (a module
-    registering test passes, or several); its run manager is shut down on exit."""
+    registering test passes, or several), with `extra` app config; its run manager is shut
+    down on exit."""
     from explorer import create_app
 
-    config: dict[str, Any] = {"TESTING": True, "DATA_DIR": str(data_dir)}
+    config: dict[str, Any] = {"TESTING": True, "DATA_DIR": str(data_dir), **extra}
     if plugin:
         config["RUN_PLUGINS"] = [plugin] if isinstance(plugin, str) else list(plugin)
     app = create_app(config)

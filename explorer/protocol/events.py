@@ -53,6 +53,7 @@ class RunStarted(TypedDict):
     num_passes_planned: int | None  # len(plan); null when the plan cannot be worked out
     plan: list[PlannedPass]
     numerics_error: str | None  # check_numerics was asked but the model cannot be evaluated
+    # (or its weights are over the numerics weight limit)
 
 
 class PassStarted(TypedDict):

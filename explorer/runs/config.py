@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from explorer.runs.children import plugin_names
+from explorer.runs.numerics import NUMERICS_WEIGHT_LIMIT
 
 
 def _default_concurrency() -> int:
@@ -17,7 +18,8 @@ def _default_concurrency() -> int:
 @dataclass(frozen=True, slots=True)
 class RunConfig:
     """How runs execute. From the app config: MAX_CONCURRENT_RUNS, RUN_CANCEL_GRACE,
-    RUN_KILL_GRACE, RUN_STALL_TIMEOUT (seconds) and RUN_PLUGINS (module names)."""
+    RUN_KILL_GRACE, RUN_STALL_TIMEOUT (seconds), RUN_PLUGINS (module names) and
+    NUMERICS_WEIGHT_LIMIT (bytes: the largest model whose numerics are checked)."""
 
     max_concurrent: int = field(default_factory=_default_concurrency)
     cancel_grace: float = 2.0
@@ -25,6 +27,7 @@ class RunConfig:
     stall_timeout: float = 30 * 60.0
     plugins: tuple[str, ...] = ()
     poll_interval: float = 0.05
+    numerics_weight_limit: int = NUMERICS_WEIGHT_LIMIT
 
     @staticmethod
     def from_mapping(config: Mapping[str, Any]) -> RunConfig:
@@ -36,4 +39,6 @@ class RunConfig:
             kill_grace=float(config.get("RUN_KILL_GRACE", defaults.kill_grace)),
             stall_timeout=float(config.get("RUN_STALL_TIMEOUT", defaults.stall_timeout)),
             plugins=plugin_names(config.get("RUN_PLUGINS")),
+            numerics_weight_limit=int(config.get("NUMERICS_WEIGHT_LIMIT")
+                                      or defaults.numerics_weight_limit),
         )

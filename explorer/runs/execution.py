@@ -50,7 +50,14 @@ from explorer.protocol import (
 )
 from explorer.runs.build_progress import BuildProgressInstrument
 from explorer.runs.children import PassesHook
-from explorer.runs.numerics import PassNumerics, PassTree, analyze_break, replay_apply
+from explorer.runs.numerics import (
+    NUMERICS_WEIGHT_LIMIT,
+    PassNumerics,
+    PassTree,
+    analyze_break,
+    numerics_refusal,
+    replay_apply,
+)
 from explorer.runs.recording import (
     PassGate,
     RecordingInstrument,
@@ -184,7 +191,8 @@ class Execution:
     def __init__(self, store: Store, sessions: SessionService, publish: Publish, run_id: str,
                  session_id: str, options: RunOptions, cancel: threading.Event | None = None,
                  hooks: Sequence[PassesHook] = (), announced: int | None = None,
-                 gate: PassGate | None = None) -> None:
+                 gate: PassGate | None = None,
+                 numerics_limit: int = NUMERICS_WEIGHT_LIMIT) -> None:
         self.store = store
         self.sessions = sessions
         self.publish = publish
@@ -196,6 +204,7 @@ class Execution:
         self.hooks = tuple(hooks)
         self.announced = announced  # the initial snapshot of a run_started already published
         self.gate = gate  # where the run may pause (breakpoints), if anywhere
+        self.numerics_limit = numerics_limit  # weight bytes over which numerics are not checked
         self.started = time.perf_counter()
         self.instrument: RecordingInstrument | None = None
         self.build_progress = BuildProgressInstrument(publish, self.cancel)
@@ -231,6 +240,8 @@ class Execution:
             initial = recorder.record(mod).id
         numerics_error = None
         if self.options.check_numerics:
+            numerics_error = numerics_refusal(mod, params, self.numerics_limit)
+        if self.options.check_numerics and numerics_error is None:
             try:
                 self.numerics = PassNumerics(NumericsChecker(mod, params))
             except Exception as exc:  # reported in run_started; the run goes on without it

@@ -108,7 +108,8 @@ class RunManager:
         if gate is not None:
             gate.bind(publish, self.store)
         outcome = Execution(self.store, self.sessions, publish, run_id, session_id, options,
-                            hooks=self.hooks, gate=gate).execute()
+                            hooks=self.hooks, gate=gate,
+                            numerics_limit=self.config.numerics_weight_limit).execute()
         finish_run(self.store, self.hub, outcome)
         return run_id
 

@@ -26,7 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from explorer.compiler import IRModule, NumericsChecker, PassContext, PassInstrument, transform
+from explorer.compiler import (
+    IRModule,
+    NumericsChecker,
+    PassContext,
+    PassInstrument,
+    transform,
+    weight_bytes,
+)
 from explorer.protocol import (
     BisectRewrite,
     Numerics,
@@ -35,6 +42,25 @@ from explorer.protocol import (
     RunOptions,
 )
 from explorer.protocol import numerics as numerics_payload
+
+NUMERICS_WEIGHT_LIMIT = 2_000_000_000
+"""The most weight bytes a model may have for its numerics to be checked (the app's
+NUMERICS_WEIGHT_LIMIT, `--numerics-limit GB`): a check evaluates the whole model on the
+CPU with its weights in memory, at every pass, and the tensor inspector does too, so a
+multi-GB model (a 7B decoder's 13 GB) is explored without them."""
+
+
+def numerics_refusal(mod: IRModule, params: dict[str, Any], limit: int) -> str | None:
+    """Why the numerics of `mod` are not checked (its weights are over `limit` bytes), or
+    None; the weights are measured from their shapes, never read."""
+    size = weight_bytes(mod, params)
+    if size <= limit:
+        return None
+    return (f"the model's weights are {size / 1e9:.2f} GB, over the numerics check's limit of "
+            f"{limit / 1e9:.2f} GB (each checked pass evaluates the whole model with its weights "
+            "in memory); raise the limit with --numerics-limit GB (NUMERICS_WEIGHT_LIMIT) to "
+            "check it anyway")
+
 
 KEEP_OUTPUTS = 8
 """Snapshots whose outputs are kept for the next pass's step check."""

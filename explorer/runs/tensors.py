@@ -33,7 +33,7 @@ from explorer.protocol import (
 )
 from explorer.runs.child_call import answer, call_in_child
 from explorer.runs.children import load_plugins
-from explorer.runs.numerics import StopAfter, run_until
+from explorer.runs.numerics import NUMERICS_WEIGHT_LIMIT, StopAfter, numerics_refusal, run_until
 from explorer.runs.reference import reference_tensor
 from explorer.sessions import SessionService
 from explorer.store import Store
@@ -56,6 +56,7 @@ class TensorJob:
     db_path: str
     models_dir: str
     plugins: tuple[str, ...] = ()
+    numerics_weight_limit: int = NUMERICS_WEIGHT_LIMIT
 
 
 def artifact_key(snapshot: int, node_id: int) -> str:
@@ -63,7 +64,8 @@ def artifact_key(snapshot: int, node_id: int) -> str:
 
 
 def inspect_tensor(store: Store, run_id: str, snapshot: int, node_id: int, models_dir: str,
-                   plugins: tuple[str, ...], timeout: float = TENSOR_TIMEOUT) -> TensorReport:
+                   plugins: tuple[str, ...], timeout: float = TENSOR_TIMEOUT,
+                   weight_limit: int = NUMERICS_WEIGHT_LIMIT) -> TensorReport:
     """The cached report, or one computed now in a child process (then cached)."""
     summary = store.run(run_id)
     cached = store.artifact(run_id, artifact_key(snapshot, node_id))
@@ -73,7 +75,7 @@ def inspect_tensor(store: Store, run_id: str, snapshot: int, node_id: int, model
         raise ApiError(404, "no_such_node", f"snapshot {snapshot} has no expression {node_id}")
     job = TensorJob(run_id, summary["session_id"], snapshot, node_id,
                     _producing_pass(store, run_id, snapshot), dict(summary["options"]),
-                    str(store.path), models_dir, plugins)
+                    str(store.path), models_dir, plugins, weight_limit)
     report = _in_child(job, timeout)
     store.put_artifact(run_id, artifact_key(snapshot, node_id), report)
     return report
@@ -107,6 +109,9 @@ def compute(job: TensorJob, store: Store, hooks: list[Any]) -> TensorReport:
 
     imported = SessionService(store, Path(job.models_dir)).imported(job.session_id)
     mod = imported.mod
+    refused = numerics_refusal(mod, imported.params, job.numerics_weight_limit)
+    if refused is not None:  # computing one tensor evaluates the model up to it
+        raise ApiError(422, "too_large", f"no tensor values: {refused}")
     if job.pass_index is not None:
         options = RunOptions.from_json(job.options)
         if options.check_numerics:  # as in the run: the check types the import in place

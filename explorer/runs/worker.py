@@ -42,6 +42,7 @@ from explorer.runs.children import (
     mp_context,
 )
 from explorer.runs.execution import Execution, Outcome, tune_gc_for_compilation
+from explorer.runs.numerics import NUMERICS_WEIGHT_LIMIT
 from explorer.sessions import SessionService
 from explorer.store import Store
 
@@ -59,6 +60,7 @@ class Job:
     env: tuple[tuple[str, str], ...] = ()
     announced: int | None = None  # the run's initial snapshot, when run_started is out
     breakpoints: tuple[Breakpoint, ...] = ()
+    numerics_weight_limit: int = NUMERICS_WEIGHT_LIMIT
 
 
 # --- the child ------------------------------------------------------------------------------
@@ -95,7 +97,8 @@ def _execute(job: Job, store: Store, sessions: SessionService, conn: Connection,
     options = RunOptions.from_json(job.options)
     gate.bind(publish, store)
     return Execution(store, sessions, publish, job.run_id, job.session_id, options, cancel,
-                     hooks, announced=job.announced, gate=gate).execute()
+                     hooks, announced=job.announced, gate=gate,
+                     numerics_limit=job.numerics_weight_limit).execute()
 
 
 def _send(conn: Connection, message: tuple[Any, ...]) -> None:

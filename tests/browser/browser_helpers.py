@@ -119,6 +119,18 @@ def run_on_page(page: Any, server: str, quick: bool = False) -> tuple[str, list[
     return run_id, events
 
 
+def run_checked(page: Any, server: str, session_id: str, timeout: float = 120) -> str:
+    """Open the session's page, run its pipeline with the numerics check and no build, and
+    wait for the run's end: its id."""
+    page.goto(f"/s/{session_id}")
+    page.get_by_test_id("build").uncheck()
+    page.get_by_test_id("check-numerics").check()
+    page.get_by_test_id("run-button").click()
+    run_id = run_id_of(page)
+    wait_run_done(server, run_id, timeout=timeout)
+    return run_id
+
+
 def mlp_with_names(path: Path, names: list[str]) -> Path:
     """A small MLP (Gemm/Relu/Gemm) whose node names are `names` (3 of them)."""
     rng = np.random.default_rng(0)

@@ -108,14 +108,18 @@ def server(tmp_path_factory: pytest.TempPathFactory, frontend_bundle: Path,
            pipeline_gate: PipelineGate) -> Iterator[str]:
     """Base URL of the real server (`explorer serve`, gunicorn) on a free loopback port,
     its run workers importing browser_helpers."""
-    data = tmp_path_factory.mktemp("explorer-data")
+    yield from serve(tmp_path_factory.mktemp("explorer-data"))
+
+
+def serve(data: Path, *flags: str) -> Iterator[str]:
+    """`explorer serve --data DATA FLAGS...` on a free loopback port (the test passes of
+    browser_helpers and build_gate loaded): its base URL while the generator is open."""
     port = _free_port()
     flags_dir()  # exported before the server inherits the environment
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent), str(ROOT)])}
     proc = subprocess.Popen([sys.executable, "-m", "explorer.cli", "serve", "--port", str(port),
-                             "--data", str(data), "--plugin", PLUGIN, "--plugin", "build_gate"],
-                            env=env, cwd=str(ROOT),
-                            stdout=subprocess.DEVNULL)
+                             "--data", str(data), "--plugin", PLUGIN, "--plugin", "build_gate",
+                             *flags], env=env, cwd=str(ROOT), stdout=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_http(base)

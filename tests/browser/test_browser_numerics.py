@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_helpers import run_id_of, sized_page, upload, wait_run_done
+from browser_helpers import run_checked, sized_page, upload
 from numerics_plugin import ARMED, BROKEN_LAYER, LAYERS, PASS_NAME, conv_chain_onnx
 
 
@@ -25,14 +25,7 @@ def broken_run(browser: Any, server: str, tmp_path_factory: pytest.TempPathFacto
     ARMED.set()
     try:
         with sized_page(browser, server, 1440, 900) as (page, errors):
-            page.goto(f"/s/{session['id']}")
-            page.get_by_test_id("build").uncheck()
-            page.get_by_test_id("check-numerics").check()
-            page.get_by_test_id("run-button").click()
-            page.wait_for_function("new URLSearchParams(location.search).get('run')")
-            run_id = run_id_of(page)
-            wait_run_done(server, run_id, timeout=120)
-            yield session["id"], run_id
+            yield session["id"], run_checked(page, server, session["id"])
     finally:
         ARMED.clear()
 

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from engine.ir import IRModule
-from engine.ir.expr import Call, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from engine.ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from engine.ir.traversal import post_order
 from engine.ir.type import TensorType
 from engine.relay.analysis.dataflow import dataflow_post_order
 from engine.relay.interpreter import evaluate
@@ -61,6 +62,17 @@ def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -
     if np.issubdtype(dtype, np.integer):
         return rng.integers(0, INT_HIGH, size=shape).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
+
+
+def weight_bytes(mod: IRModule, params: dict[str, Any]) -> int:
+    """The bytes of the weights an evaluation of `mod` with `params` holds in memory: the
+    params and every constant of its functions, counted from their shapes and dtypes (a
+    memory-mapped or deferred constant is not read)."""
+    total = sum(int(v.nbytes if hasattr(v, "nbytes") else np.asarray(v).nbytes)
+                for v in params.values())
+    for func in mod.functions.values():
+        total += sum(node.data.nbytes for node in post_order(func) if isinstance(node, Constant))
+    return total
 
 
 def flatten_outputs(value: Any) -> list[np.ndarray]:

@@ -56,16 +56,19 @@ export class NumericsBanner extends Pane {
   afterMount() {
     this.key = null;
     this.listen(TOPIC.RUN_RESET, () => this.show(null));
-    this.listen(TOPIC.RUN_CHANGED, (model) => this.show(numericsBreak(model)));
+    this.listen(TOPIC.RUN_CHANGED, (model) => this.show(numericsBreak(model), model?.numericsError ?? null));
   }
 
-  show(found) {
-    const key = found ? JSON.stringify(found) : null;
+  /** The break, else why numerics were asked for and not checked (run_started says). */
+  show(found, unchecked = null) {
+    const key = found || unchecked ? JSON.stringify([found, unchecked]) : null;
     if (key === this.key) return;
     this.key = key;
-    this.root.hidden = !found;
+    this.root.hidden = !key;
+    this.root.classList.toggle("note", !found && !!unchecked);
     if (!found) {
-      replace(this.root);
+      replace(this.root, ...(unchecked ? [h("strong", {}, "Numerics not checked: "),
+        h("span", { "data-testid": "numerics-unchecked" }, unchecked)] : []));
       return;
     }
     const pass = h("button.link", { type: "button", "data-testid": "numerics-break-pass",
