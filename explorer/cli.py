@@ -32,6 +32,7 @@ from explorer import compiler, queries
 from explorer.guard import LOOPBACK_HOSTS
 from explorer.hub import EventHub
 from explorer.protocol import (
+    NUMERICS_UNAVAILABLE,
     PASS_FINISHED,
     RUN_PAUSED,
     RUN_STARTED,
@@ -418,8 +419,8 @@ def numerics_report(store: Store, run_id: str, summary: Mapping[str, Any]) -> st
     imported module's outputs, the largest error, and the first pass that broke them."""
     checked: list[tuple[str, Any]] = []
     for event in store.events(run_id):
-        if event["type"] == RUN_STARTED and event["data"].get("numerics_error"):
-            return f"numerics not checked: {event['data']['numerics_error']}"
+        if event["type"] == NUMERICS_UNAVAILABLE:
+            return f"numerics not checked: {event['data']['message']}"
         if event["type"] == PASS_FINISHED and event["data"]["leaf"] and event["data"]["numerics"]:
             checked.append((event["data"]["name"], event["data"]["numerics"]))
     if not checked:

@@ -15,6 +15,7 @@ from explorer.protocol.names import (
     BUILD_FINISHED,
     BUILD_PROGRESS,
     BUILD_STARTED,
+    NUMERICS_UNAVAILABLE,
     PASS_FAILED,
     PASS_FINISHED,
     PASS_STARTED,
@@ -52,8 +53,14 @@ class RunStarted(TypedDict):
     initial_snapshot: int
     num_passes_planned: int | None  # len(plan); null when the plan cannot be worked out
     plan: list[PlannedPass]
-    numerics_error: str | None  # check_numerics was asked but the model cannot be evaluated
-    # (or its weights are over the numerics weight limit)
+
+
+class NumericsUnavailable(TypedDict):
+    """check_numerics was asked, but this run's numerics are not checked (published after
+    run_started, before the first pass finishes): the model cannot be evaluated, or its
+    weights are over the numerics weight limit. The run goes on without numerics."""
+
+    message: str
 
 
 class PassStarted(TypedDict):
@@ -128,13 +135,14 @@ class RunCancelled(TypedDict):
     message: str | None
 
 
-EventData = (RunQueued | RunStarted | PassStarted | PassFinished | PassFailed | RunPaused
+EventData = (RunQueued | RunStarted | NumericsUnavailable | PassStarted | PassFinished | PassFailed | RunPaused
              | RunResumed | BuildStarted | BuildProgress | BuildFinished | RunFinished
              | RunFailed | RunCancelled)
 
 EVENT_PAYLOADS: dict[str, type] = {
     RUN_QUEUED: RunQueued,
     RUN_STARTED: RunStarted,
+    NUMERICS_UNAVAILABLE: NumericsUnavailable,
     PASS_STARTED: PassStarted,
     PASS_FINISHED: PassFinished,
     PASS_FAILED: PassFailed,
@@ -162,11 +170,13 @@ def planned_pass(*, name: str, depth: int, opt_level: int) -> PlannedPass:
 
 
 def run_started(*, options: RunOptionsJSON, initial_snapshot: int,
-                num_passes_planned: int | None, plan: list[PlannedPass],
-                numerics_error: str | None) -> RunStarted:
+                num_passes_planned: int | None, plan: list[PlannedPass]) -> RunStarted:
     return RunStarted(options=options, initial_snapshot=initial_snapshot,
-                      num_passes_planned=num_passes_planned, plan=plan,
-                      numerics_error=numerics_error)
+                      num_passes_planned=num_passes_planned, plan=plan)
+
+
+def numerics_unavailable(*, message: str) -> NumericsUnavailable:
+    return NumericsUnavailable(message=message)
 
 
 def pass_started(*, pass_index: int, name: str, opt_level: int, depth: int,

@@ -23,6 +23,7 @@ CLIENT_EVENTS = (START_RUN, SUBSCRIBE, UNSUBSCRIBE, CANCEL_RUN, SET_BREAKPOINTS,
 # RunEvent types, in the order a run publishes them.
 RUN_QUEUED = "run_queued"
 RUN_STARTED = "run_started"
+NUMERICS_UNAVAILABLE = "numerics_unavailable"  # asked for, but the numerics are not checked
 PASS_STARTED = "pass_started"
 PASS_FINISHED = "pass_finished"
 PASS_FAILED = "pass_failed"

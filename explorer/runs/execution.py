@@ -28,6 +28,7 @@ from explorer.hub import EventHub
 from explorer.protocol import (
     BUILD_FINISHED,
     BUILD_STARTED,
+    NUMERICS_UNAVAILABLE,
     RUN_CANCELLED,
     RUN_FAILED,
     RUN_FINISHED,
@@ -43,6 +44,7 @@ from explorer.protocol import (
     RunSummary,
     build_finished,
     build_started,
+    numerics_unavailable,
     run_cancelled,
     run_failed,
     run_finished,
@@ -165,13 +167,13 @@ def run_passes(options: RunOptions, ctx: PassContext, hooks: Sequence[PassesHook
     return passes
 
 
-def started_data(options: RunOptions, initial: int, passes: Sequence[Any], ctx: PassContext,
-                 numerics_error: str | None = None) -> RunStarted:
+def started_data(options: RunOptions, initial: int, passes: Sequence[Any], ctx: PassContext
+                 ) -> RunStarted:
     """run_started's data: the options, the initial snapshot and the exact pass plan."""
     plan = compiler.plan(passes, ctx)
     return run_started(options=options.to_json(), initial_snapshot=initial,
                        num_passes_planned=None if plan is None else len(plan),
-                       plan=plan or [], numerics_error=numerics_error)
+                       plan=plan or [])
 
 
 def announce_start(store: Store, publish: Publish, run_id: str, session_snapshot: int,
@@ -180,9 +182,15 @@ def announce_start(store: Store, publish: Publish, run_id: str, session_snapshot
     the session's upload snapshot as the run's initial snapshot (the worker's import has
     the same node ids: `compiler.load_model`; it checks); returns that snapshot's id."""
     initial = store.copy_snapshot(session_snapshot, run_id)
+    publish_started(publish, options, initial, hooks)
+    return initial
+
+
+def publish_started(publish: Publish, options: RunOptions, initial: int,
+                    hooks: Sequence[PassesHook] = ()) -> None:
+    """Publish run_started: the options, the initial snapshot and the pass plan."""
     ctx = run_context(options, [])
     publish(RUN_STARTED, started_data(options, initial, run_passes(options, ctx, hooks), ctx))
-    return initial
 
 
 class Execution:
@@ -232,29 +240,34 @@ class Execution:
             raise RunCancelledError("the run was cancelled")
 
     def _start(self, mod: IRModule, params: dict[str, Any]) -> tuple[PassContext, list[Any]]:
-        """Record the imported module, set up the instruments, publish run_started."""
+        """Record the imported module, publish run_started (unless the server did), then
+        set up the numerics check (its reference outputs: the imported module evaluated)
+        and the instruments."""
         recorder = SnapshotRecorder(self.store, self.run_id)
         if self.announced is not None:
             initial = recorder.record_as(mod, self.announced).id
         else:
             initial = recorder.record(mod).id
-        numerics_error = None
+            publish_started(self.publish, self.options, initial, self.hooks)
         if self.options.check_numerics:
-            numerics_error = numerics_refusal(mod, params, self.numerics_limit)
-        if self.options.check_numerics and numerics_error is None:
-            try:
-                self.numerics = PassNumerics(NumericsChecker(mod, params))
-            except Exception as exc:  # reported in run_started; the run goes on without it
-                numerics_error = f"{type(exc).__name__}: {exc}"
+            self.numerics = self._numerics(mod, params)
         self.instrument = RecordingInstrument(recorder, self.publish, self.cancel,
                                               self.numerics, self.gate)
         ctx = run_context(self.options, [self.instrument, self.build_progress])
         passes = self.passes = run_passes(self.options, ctx, self.hooks)
         self.summary["final_snapshot"] = initial
-        if self.announced is None:
-            self.publish(RUN_STARTED, started_data(self.options, initial, passes, ctx,
-                                                   numerics_error))
         return ctx, passes
+
+    def _numerics(self, mod: IRModule, params: dict[str, Any]) -> PassNumerics | None:
+        """The numerics check of this run, or None after publishing why there is none."""
+        refused = numerics_refusal(mod, params, self.numerics_limit)
+        if refused is None:
+            try:
+                return PassNumerics(NumericsChecker(mod, params))
+            except Exception as exc:  # the run goes on without numerics, and says why
+                refused = f"{type(exc).__name__}: {exc}"
+        self.publish(NUMERICS_UNAVAILABLE, numerics_unavailable(message=refused))
+        return None
 
     def _finish(self, compiled: Compiled) -> None:
         """Record the final module; when built, store the kernels of that same module."""

@@ -193,12 +193,12 @@ class RunSupervisor:
 
     def _announce(self) -> int | None:
         """Publish run_started from the session's upload snapshot, so the client sees the
-        imported module before the worker has imported it again; None (the worker
-        announces the run) when numerics are checked (run_started then says whether the
-        imported module can be evaluated)."""
+        imported module before the worker has imported it again (and, with the numerics
+        check, evaluated it); None (the worker announces the run) for a session without
+        one."""
         store = self.manager.store
         snapshot = store.session_snapshot(self.session_id)
-        if snapshot is None or self.options.check_numerics:
+        if snapshot is None:
             return None
 
         def publish(etype: str, data: EventData) -> None:

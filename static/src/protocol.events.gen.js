@@ -273,7 +273,14 @@ export {};
  * @property {number} initial_snapshot
  * @property {(number|null)} num_passes_planned
  * @property {Array<PlannedPass>} plan
- * @property {(string|null)} numerics_error
+ */
+
+/**
+ * check_numerics was asked, but this run's numerics are not checked (published after
+ * run_started, before the first pass finishes): the model cannot be evaluated, or its
+ * weights are over the numerics weight limit. The run goes on without numerics.
+ * @typedef {Object} NumericsUnavailable
+ * @property {string} message
  */
 
 /**
@@ -366,6 +373,7 @@ export {};
  * @typedef {Object} RunEventPayloads
  * @property {RunQueued} run_queued
  * @property {RunStarted} run_started
+ * @property {NumericsUnavailable} numerics_unavailable
  * @property {PassStarted} pass_started
  * @property {PassFinished} pass_finished
  * @property {PassFailed} pass_failed
@@ -387,7 +395,7 @@ export {};
 
 /** @typedef {("replace"|"delete"|"insert")} DiffTag */
 
-/** @typedef {(RunQueued|RunStarted|PassStarted|PassFinished|PassFailed|RunPaused|RunResumed|BuildStarted|BuildProgress|BuildFinished|RunFinished|RunFailed|RunCancelled)} EventData */
+/** @typedef {(RunQueued|RunStarted|NumericsUnavailable|PassStarted|PassFinished|PassFailed|RunPaused|RunResumed|BuildStarted|BuildProgress|BuildFinished|RunFinished|RunFailed|RunCancelled)} EventData */
 
 /** @typedef {(StartRunAck|SubscribeAck|OkAck|BreakpointList|ResumeAck|ErrorResponse)} Ack */
 

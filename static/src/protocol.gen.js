@@ -23,6 +23,7 @@ export const S2C = Object.freeze({
 export const EV = Object.freeze({
   RUN_QUEUED: "run_queued",
   RUN_STARTED: "run_started",
+  NUMERICS_UNAVAILABLE: "numerics_unavailable",
   PASS_STARTED: "pass_started",
   PASS_FINISHED: "pass_finished",
   PASS_FAILED: "pass_failed",

@@ -163,7 +163,11 @@ const REDUCERS = {
     m.initialSnapshot = d.initial_snapshot ?? null;
     m.planned = d.num_passes_planned ?? null;
     m.plan = d.plan ?? null;
-    m.numericsError = d.numerics_error ?? null;
+    m.numericsError = d.numerics_error ?? null; // where runs exported before numerics_unavailable said it
+  },
+  /** @param {import("./protocol.js").NumericsUnavailable} d */
+  [EV.NUMERICS_UNAVAILABLE]: (m, d) => {
+    m.numericsError = d.message;
   },
   /** @param {import("./protocol.js").PassStarted} d */
   [EV.PASS_STARTED]: (m, d) => {

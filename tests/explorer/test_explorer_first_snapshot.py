@@ -94,13 +94,22 @@ def test_two_runs_get_their_own_initial_snapshots_of_one_text(app, client, sock)
         assert store.snapshot(ids[1])["run_id"] == run_id
 
 
-def test_numerics_runs_are_announced_by_the_worker(client, sock):
-    _, events = _run(client, sock, passes=["ExplorerTestNoop"], build=False,
-                     check_numerics=True)
-    started = [e for e in events if e["type"] == "run_started"]
-    assert len(started) == 1 and started[0]["index"] == 0
-    assert started[0]["data"]["num_passes_planned"] == 1
-    assert started[0]["data"]["numerics_error"] is None
+def test_numerics_runs_are_announced_before_the_check_is_set_up(client, sock, gate):
+    """With the numerics check, run_started still comes when the start is acknowledged:
+    the worker evaluates the imported module for the check's reference after it."""
+    session = upload(client)
+    run_id = start(sock, session["id"], passes=["ExplorerTestGate"], build=False,
+                   check_numerics=True)
+    events = client.get(f"/api/runs/{run_id}/events").get_json()["events"]
+    assert events[0]["type"] == "run_started" and events[0]["index"] == 0
+    assert events[0]["data"]["num_passes_planned"] == 1
+    gate.set()
+    _subscribe(sock, run_id)
+    events = collect_until(sock, terminal, timeout=60)
+    assert [e["type"] for e in events].count("run_started") == 1
+    assert "numerics_unavailable" not in [e["type"] for e in events]
+    finished = [e["data"] for e in events if e["type"] == "pass_finished" and e["data"]["leaf"]]
+    assert finished and all(f["numerics"]["ok"] for f in finished)
 
 
 @pytest.mark.parametrize("options", [

@@ -1,5 +1,5 @@
 """The numerics check's weight limit: a model whose weights are over NUMERICS_WEIGHT_LIMIT
-(`--numerics-limit GB`) runs without the check, and run_started says why; the tensor
+(`--numerics-limit GB`) runs without the check, and numerics_unavailable says why; the tensor
 inspector refuses it by name. The weights are measured from their shapes, never read, so a
 7B decoder opened from its path (memory-mapped weights) with the page's default options
 (numerics on) stays within its memory budget instead of evaluating 13 GB at every pass."""
@@ -66,9 +66,12 @@ def test_a_model_over_the_limit_runs_without_the_check(limited: Any, conv_chain:
                                  passes=PIPELINE)
     assert leaves and all(leaf["numerics"] is None for leaf in leaves)
     events = client.get(f"/api/runs/{summary['id']}/events").get_json()["events"]
-    started = next(e["data"] for e in events if e["type"] == "run_started")
-    assert "over the numerics check's limit of 0.00 GB" in started["numerics_error"]
-    assert "the model's weights are" in started["numerics_error"]
+    types = [e["type"] for e in events]
+    assert types.index("run_started") < types.index("numerics_unavailable") \
+        < types.index("pass_finished")
+    unavailable = next(e["data"] for e in events if e["type"] == "numerics_unavailable")
+    assert "over the numerics check's limit of 0.00 GB" in unavailable["message"]
+    assert "the model's weights are" in unavailable["message"]
     snapshot = summary["final_snapshot"]
     node = next(e["node_id"] for e in client.get(f"/api/snapshots/{snapshot}").get_json()
                 ["snapshot"]["source_map"] if e["op"] == "nn.conv2d")

@@ -22,7 +22,8 @@ SAMPLES: dict[str, Any] = {
     p.RUN_QUEUED: p.run_queued(position=1, max_concurrent=2),
     p.RUN_STARTED: p.run_started(
         options=p.RunOptions().to_json(), initial_snapshot=1, num_passes_planned=1,
-        plan=[p.planned_pass(name="InferType", depth=1, opt_level=0)], numerics_error=None),
+        plan=[p.planned_pass(name="InferType", depth=1, opt_level=0)]),
+    p.NUMERICS_UNAVAILABLE: p.numerics_unavailable(message="the model cannot be evaluated"),
     p.PASS_STARTED: p.pass_started(pass_index=0, name="InferType", opt_level=0, depth=1,
                                    parent_index=None),
     p.PASS_FINISHED: p.pass_finished(
@@ -46,7 +47,8 @@ SAMPLES: dict[str, Any] = {
 
 def test_every_event_type_has_a_payload_and_a_builder():
     declared = [v for k, v in vars(names).items() if k.isupper() and isinstance(v, str)
-                and (k.startswith(("RUN_", "PASS_", "BUILD_"))) and k != "RUN_EVENT"]
+                and (k.startswith(("RUN_", "PASS_", "BUILD_", "NUMERICS_")))
+                and k != "RUN_EVENT"]
     assert sorted(p.EVENT_PAYLOADS) == sorted(declared)
     assert set(p.EVENT_PAYLOADS) >= p.TERMINAL_EVENTS
     assert set(SAMPLES) == set(p.EVENT_PAYLOADS)

@@ -63,7 +63,7 @@ def _leaf_run_events() -> list[dict[str, object]]:
     plan = [p.planned_pass(name=n, depth=1, opt_level=0) for n in ("A", "B")]
     data = [
         (p.RUN_STARTED, p.run_started(options=p.RunOptions().to_json(), initial_snapshot=1,
-                                      num_passes_planned=2, plan=plan, numerics_error=None)),
+                                      num_passes_planned=2, plan=plan)),
         (p.PASS_STARTED, p.pass_started(pass_index=0, name="Seq", opt_level=0, depth=0,
                                         parent_index=None)),
         (p.PASS_STARTED, p.pass_started(pass_index=1, name="A", opt_level=0, depth=1,
