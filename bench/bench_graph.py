@@ -144,10 +144,13 @@ def expand_collapse(page: Any, repeat: int, trace: Any = None) -> tuple[list[flo
     return latencies, longest
 
 
-def pan_zoom(page: Any) -> tuple[list[float], list[float]]:
+def pan_zoom(page: Any, trace: Any = None) -> tuple[list[float], list[float]]:
+    """`trace`: the browser, to trace the pan and zoom (see expand_collapse)."""
     canvas = page.get_by_test_id("graph-canvas-b").bounding_box()
     cx, cy = canvas["x"] + canvas["width"] / 2, canvas["y"] + canvas["height"] / 2
     page.evaluate(f"{VIEW}.frameMs.length = 0")
+    if trace is not None:
+        trace.start_tracing(page=page, categories=TRACE_CATEGORIES)
     page.evaluate(_FRAMES_JS)
     page.mouse.move(cx, cy)
     page.mouse.down()
@@ -158,6 +161,8 @@ def pan_zoom(page: Any) -> tuple[list[float], list[float]]:
         page.mouse.wheel(0, -60 if k < 30 else 60)
     gaps = page.evaluate("window.__frames.stop()")
     draws = page.evaluate(f"{VIEW}.frameMs.slice()")
+    if trace is not None:
+        print_long_tasks(trace.stop_tracing(), "while panning and zooming")
     return gaps, draws
 
 
@@ -212,7 +217,7 @@ def bench_model(pw: Any, base: str, name: str, repeat: int, trace: bool = False)
         latencies, longest = expand_collapse(page, repeat, browser if trace else None)
         row["expand/collapse ms (median)"] = median_of(latencies)
         row["longest frame while expanding ms"] = longest
-        gaps, draws = pan_zoom(page)
+        gaps, draws = pan_zoom(page, browser if trace else None)
         row["pan/zoom frame ms (median / p95 / max)"] = (
             f"{statistics.median(gaps):.1f} / {p95(gaps):.1f} / {max(gaps):.1f}")
         row["draw ms (median / max)"] = f"{statistics.median(draws):.2f} / {max(draws):.2f}"
