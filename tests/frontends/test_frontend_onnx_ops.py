@@ -81,6 +81,14 @@ CASES = {
                      [("sz", np.array([3, 5], "int64"))], 13),
     "pad_reflect": ([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
                     [("p", np.array([0, 0, 1, 2, 0, 0, 2, 1], "int64"))], 13),
+    "pad_negative_time_shift": (  # RWKV's ZeroPad2d((0, 0, 1, -1)): crop one row, pad one
+        [helper.make_node("Pad", ["x", "p"], ["y"])],
+        [("p", np.array([0, 0, 1, 0, 0, 0, -1, 0], "int64"))], 13),
+    "pad_negative_only_and_edge": (  # a pure crop on one axis, edge padding on another
+        [helper.make_node("Pad", ["x", "p"], ["a"]),
+         helper.make_node("Pad", ["a", "q"], ["y"], mode="edge")],
+        [("p", np.array([0, 0, -2, 0, 0, -1, 0, -3], "int64")),
+         ("q", np.array([0, 0, 0, -1, 0, 0, 0, 2], "int64"))], 13),
     "resize_linear": ([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="linear")],
                       [("sc", np.array([1, 1, 2, 2], "float32"))], 13),
     "resize_nearest_sizes": ([helper.make_node("Resize", ["x", "", "", "sz"], ["y"],
