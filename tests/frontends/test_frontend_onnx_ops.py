@@ -178,6 +178,29 @@ def test_shape_subgraph_is_folded_when_shape_is_pinned() -> None:
     assert "reshape" in text and "newshape=[1, 192]" in text.replace("(", "[").replace(")", "]")
 
 
+def test_model_local_functions_are_inlined() -> None:
+    """torch.onnx's export_modules_as_functions: the graph calls one function per module
+    class (in the module's domain); each call's nodes are imported where it is made."""
+    block = helper.make_function(
+        "torch.nn.modules.block", "Block", ["a", "w"], ["out"],
+        [helper.make_node("MatMul", ["a", "w"], ["m"], name="/MatMul"),
+         helper.make_node("Relu", ["m"], ["out"], name="/Relu")],
+        [helper.make_opsetid("", 17)])
+    nodes = [helper.make_node("Block", ["x", "w1"], ["h"], domain=block.domain, name="/b1"),
+             helper.make_node("Block", ["h", "w2"], ["y"], domain=block.domain, name="/b2")]
+    weights = [numpy_helper.from_array(RNG.standard_normal(shape).astype("float32"), name)
+               for name, shape in (("w1", (8, 8)), ("w2", (8, 4)))]
+    graph = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", F, [2, 8])],
+                              [helper.make_tensor_value_info("y", F, [2, 4])], weights)
+    model = helper.make_model(graph, functions=[block], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid(block.domain, 1)])
+    model.ir_version = 8
+    feeds = {"x": RNG.standard_normal((2, 8)).astype("float32")}
+    result = _check(model, feeds)
+    layers = [layer["name"] for layer in result.graph["layers"]]
+    assert len(layers) == len(set(layers)) == 4 and all(layers)
+
+
 def test_unnamed_nodes_get_optype_n_names() -> None:
     nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
              helper.make_node("Add", ["b", "c"], ["y"], name="named_add")]
