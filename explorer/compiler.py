@@ -27,6 +27,7 @@ from engine.relay.backend.build_module import (
     codegen,
 )
 from engine.relay.backend.kernel_source import kernel_source, relower
+from engine.relay.frontend.onnx.model import inline_local_functions
 from engine.relay.frontend.result import json_float
 from engine.relay.printer import SourceMapTable, print_ir
 from engine.relay.printer import table as source_map_table  # the source map's columns
@@ -58,8 +59,8 @@ not once per run that checks numerics)."""
 
 __all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "bind_params", "check_types",
            "compile_module", "Compiled", "dataflow_node", "frame_remarks",
-           "GraphExecutorFactoryModule", "Imported", "IRModule", "kernel_source",
-           "kernel_steps", "kernels", "load_model", "make_inputs", "model_inputs",
+           "GraphExecutorFactoryModule", "Imported", "inline_local_functions", "IRModule",
+           "kernel_source", "kernel_steps", "kernels", "load_model", "make_inputs", "model_inputs",
            "NumericsChecker", "pass_context", "PassContext", "PassInstrument", "PassSpec",
            "plan", "print_snapshot", "qnn_transform", "registered_passes",
            "relay_with_constants", "run_passes", "source_map_table", "SourceMapTable",

@@ -144,16 +144,31 @@ class Dataflow:
         self.subst: dict[int, int] = {}  # row of a fused param / elided call -> what it stands for
         self.fed: dict[int, list[int]] = {}  # row of a param / call of a multi-called function -> its feeds
         self.functions: list[tuple[int, list[int]]] = []  # fused function row, its call rows
+        self._bind_lets()
         self._plan_functions()
         self.nodes: list[int] = [r for r in self.rows.def_rows if self._shown(r)]
         self.inputs: list[list[int]] = self._all_inputs()
 
     def callee(self, call: int) -> int | None:
+        """The function row (or global var row) a call calls; a let-bound local function
+        (an imported Loop's body, which calls itself) through its name."""
         rows = self.rows
         kids = rows.children(call)
-        if not kids or rows.kind[kids[0]] not in ("function", "global_var"):
+        if not kids or rows.kind[kids[0]] not in ("function", "global_var", "var"):
             return None
+        if rows.kind[kids[0]] == "var":
+            fn = self.producer(kids[0])
+            return fn if rows.kind[fn] == "function" else None
         return rows.resolve(kids[0]) if rows.kind[kids[0]] == "function" else kids[0]
+
+    def _bind_lets(self) -> None:
+        """A let's name stands for its value: its uses read the value's producer."""
+        rows = self.rows
+        for r in range(len(rows)):
+            if rows.kind[r] == "let" and not rows.ref[r]:
+                kids = rows.children(r)
+                if len(kids) >= 2 and rows.kind[kids[0]] == "var" and not rows.ref[kids[0]]:
+                    self.subst[kids[0]] = kids[1]
 
     def _plan_functions(self) -> None:
         rows = self.rows
@@ -221,11 +236,17 @@ class Dataflow:
         is_node[self.nodes] = True
         for r in self.fed:
             is_node[r] = False
-        kids = np.flatnonzero(is_node[parent] & ~np.isin(rows.kind_ids, callee))
+        operand = ~np.isin(rows.kind_ids, callee)
+        for r in self.nodes:  # a local function called by its let-bound name
+            if rows.kind[r] == "call" and rows.op[r] is None and self.callee(r) is not None:
+                operand[rows.children(r)[0]] = False
+        nid = np.asarray(rows.nid, dtype=np.int64)
+        operand &= nid != nid[parent]  # a let block's own binding: not an input of itself
+        kids = np.flatnonzero(is_node[parent] & operand)
         users = parent[kids]
         by_user = np.argsort(users, kind="stable")
         users, kids = users[by_user], kids[by_user]
-        src: list[int] = np.asarray(rows.nid, dtype=np.int64)[prod[kids]].tolist()
+        src: list[int] = nid[prod[kids]].tolist()
         first = np.searchsorted(users, self.nodes, "left").tolist()
         last = np.searchsorted(users, self.nodes, "right").tolist()
         out = [src[a:b] for a, b in zip(first, last, strict=True)]

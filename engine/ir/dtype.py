@@ -60,6 +60,12 @@ def iinfo(dtype: Any) -> Any:
     return ml_dtypes.iinfo(np.dtype(dtype))  # type: ignore[no-untyped-call]
 
 
+def lowest(dtype: Any) -> Any:
+    """What max pooling pads with: -inf for every float type (ml_dtypes' included, which
+    numpy's kind "f" misses), an integer type's minimum."""
+    return -np.inf if is_float(dtype) else iinfo(dtype).min
+
+
 def bit_width(dtype: Any) -> int:
     """Bits of one element: 4 for `int4` and `float4_e2m1fn`, 8 for `bool`."""
     dt = np.dtype(dtype)

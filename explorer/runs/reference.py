@@ -63,7 +63,9 @@ def _onnx_tensor(model: Path, layers: list[str], inputs: dict[str, np.ndarray]
     import onnx
     import onnxruntime as ort
 
-    proto = onnx.load(str(model))
+    from explorer.compiler import inline_local_functions
+
+    proto = inline_local_functions(onnx.load(str(model)))  # the layers the import named
     nodes = {node.name: node for node in proto.graph.node}
     layer = _latest(layers, [node.name for node in proto.graph.node])
     tensor = nodes[layer].output[0]

@@ -72,3 +72,21 @@ def test_a_float8_graph_input_and_output() -> None:
     out = m.get_output(0).numpy()
     assert out.dtype == np.dtype(ml_dtypes.float8_e4m3fn)
     np.testing.assert_array_equal(out.astype("float32"), [2, -7, 448, 12])
+
+
+@pytest.mark.parametrize("pool", ["max_pool1d", "max_pool2d", "max_pool3d"])
+def test_bfloat16_max_pooling_pads_with_minus_infinity(pool: str) -> None:
+    """A torch.onnx export of a bfloat16 ResNet pools bfloat16 data: the padding is -inf
+    (ml_dtypes' floats are no numpy kind "f"; before, it asked np.iinfo and failed)."""
+    nd = int(pool[-2])
+    data = -np.abs(np.random.default_rng(0).standard_normal((1, 2) + (5,) * nd)) - 1
+    x = relay.var("x", shape=data.shape, dtype="bfloat16")
+    out = getattr(relay.nn, pool)(x, pool_size=(3,) * nd, strides=(2,) * nd, padding=(1,) * nd)
+    got = evaluate(relay.Function([x], out), {"x": data.astype(ml_dtypes.bfloat16)})
+    x32 = relay.var("x", shape=data.shape)
+    ref = getattr(relay.nn, pool)(x32, pool_size=(3,) * nd, strides=(2,) * nd,
+                                  padding=(1,) * nd)
+    want = evaluate(relay.Function([x32], ref), {"x": data.astype(ml_dtypes.bfloat16)
+                                                 .astype("float32")})
+    assert got.dtype == ml_dtypes.bfloat16 and (got.astype("float32") < 0).all()
+    np.testing.assert_array_equal(got.astype("float32"), want)

@@ -118,6 +118,49 @@ def test_a_function_called_twice_has_edges_in_and_out() -> None:
     assert into and len(out_of) == 2
 
 
+LOOP = """#[version = "0.0.5"]
+def @main(%x: Tensor[(2, 2), float32], %n: int64) {
+  %0 = {
+    let %loop: fn (int64, Tensor[(2, 2), float32]) -> Tensor[(2, 2), float32] =
+      fn (%i: int64, %y: Tensor[(2, 2), float32]) -> Tensor[(2, 2), float32] {
+      %1 = less(%i, %n) /* loop/less */;
+      if (%1) {
+        %2 = add(%i, 1i64) /* loop/add */;
+        %3 = nn.relu(%y) /* loop/relu */;
+        %loop(%2, %3) /* loop */
+      } else {
+        %y
+      }
+    };
+    %loop(0i64, %x) /* loop */
+  };
+  let %z = add(%0, %x) /* head/add */;
+  multiply(%z, %z) /* head/mul */
+}
+"""
+
+
+def test_let_bound_names_and_a_loop_function_read_their_values() -> None:
+    """An imported ONNX Loop is a let-bound function that calls itself by its name: the
+    calls are edges into the function's group, not operands naming the let's variable (which
+    is no node); a let's other uses read its value."""
+    mod = transform.Sequential([relay.transform.InferType()])(relay.fromtext(LOOP))
+    nodes, groups, _ = _graph(mod)
+    ids = {n["id"] for n in nodes}
+    assert [(n["label"], i) for n in nodes for i in n["inputs"] if i not in ids] == []
+    assert all(n["id"] not in n["inputs"] for n in nodes)
+    (fn,) = [i for i, g in enumerate(groups) if g["kind"] == "function"]
+    calls = [n for n in nodes if n["kind"] == "call" and n["op"] is None]
+    branch = next(n for n in nodes if n["kind"] == "if")
+    assert len(calls) == 2 and all(c["inputs"] == [branch["id"]] for c in calls)
+    assert all(c["label"].startswith("call fn ") for c in calls)
+    i, y = (next(n for n in nodes if n["label"] == name) for name in ("%i", "%y"))
+    assert i["group"] == y["group"] == fn and len(y["inputs"]) == 2  # first call, recursion
+    add = next(n for n in nodes if n["op"] == "add" and n["spans"] == ["head/add"])
+    mul = next(n for n in nodes if n["op"] == "multiply")
+    assert mul["inputs"] == [add["id"], add["id"]]
+
+
 def test_a_long_chain_is_split_into_runs() -> None:
     x = relay.var("x", shape=(1, 4))
     y = x

@@ -81,6 +81,14 @@ CASES = {
                      [("sz", np.array([3, 5], "int64"))], 13),
     "pad_reflect": ([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")],
                     [("p", np.array([0, 0, 1, 2, 0, 0, 2, 1], "int64"))], 13),
+    "pad_negative_time_shift": (  # RWKV's ZeroPad2d((0, 0, 1, -1)): crop one row, pad one
+        [helper.make_node("Pad", ["x", "p"], ["y"])],
+        [("p", np.array([0, 0, 1, 0, 0, 0, -1, 0], "int64"))], 13),
+    "pad_negative_only_and_edge": (  # a pure crop on one axis, edge padding on another
+        [helper.make_node("Pad", ["x", "p"], ["a"]),
+         helper.make_node("Pad", ["a", "q"], ["y"], mode="edge")],
+        [("p", np.array([0, 0, -2, 0, 0, -1, 0, -3], "int64")),
+         ("q", np.array([0, 0, 0, -1, 0, 0, 0, 2], "int64"))], 13),
     "resize_linear": ([helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="linear")],
                       [("sc", np.array([1, 1, 2, 2], "float32"))], 13),
     "resize_nearest_sizes": ([helper.make_node("Resize", ["x", "", "", "sz"], ["y"],
@@ -168,6 +176,29 @@ def test_shape_subgraph_is_folded_when_shape_is_pinned() -> None:
     text = result.mod.astext(show_meta_data=False)
     assert "shape_of" not in text and "concatenate" not in text
     assert "reshape" in text and "newshape=[1, 192]" in text.replace("(", "[").replace(")", "]")
+
+
+def test_model_local_functions_are_inlined() -> None:
+    """torch.onnx's export_modules_as_functions: the graph calls one function per module
+    class (in the module's domain); each call's nodes are imported where it is made."""
+    block = helper.make_function(
+        "torch.nn.modules.block", "Block", ["a", "w"], ["out"],
+        [helper.make_node("MatMul", ["a", "w"], ["m"], name="/MatMul"),
+         helper.make_node("Relu", ["m"], ["out"], name="/Relu")],
+        [helper.make_opsetid("", 17)])
+    nodes = [helper.make_node("Block", ["x", "w1"], ["h"], domain=block.domain, name="/b1"),
+             helper.make_node("Block", ["h", "w2"], ["y"], domain=block.domain, name="/b2")]
+    weights = [numpy_helper.from_array(RNG.standard_normal(shape).astype("float32"), name)
+               for name, shape in (("w1", (8, 8)), ("w2", (8, 4)))]
+    graph = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", F, [2, 8])],
+                              [helper.make_tensor_value_info("y", F, [2, 4])], weights)
+    model = helper.make_model(graph, functions=[block], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid(block.domain, 1)])
+    model.ir_version = 8
+    feeds = {"x": RNG.standard_normal((2, 8)).astype("float32")}
+    result = _check(model, feeds)
+    layers = [layer["name"] for layer in result.graph["layers"]]
+    assert len(layers) == len(set(layers)) == 4 and all(layers)
 
 
 def test_unnamed_nodes_get_optype_n_names() -> None:

@@ -213,6 +213,20 @@ def check_elements(shape: Sequence[Any], what: str) -> None:
             f"{MAX_TENSOR_ELEMENTS} elements per tensor the importer accepts")
 
 
+def crop_of_negative_pads(shape: Sequence[int], widths: Sequence[tuple[int, int]]
+                          ) -> tuple[list[int], list[int], list[tuple[int, int]]] | None:
+    """Negative pads crop (ONNX Pad, torch's pad): the (begin, end) of the slice that
+    removes them, taken before padding as onnxruntime does, and the (before, after)
+    widths still to pad; None when no pad is negative."""
+    if not any(b < 0 or a < 0 for b, a in widths):
+        return None
+    begin = [max(-b, 0) for b, _ in widths]
+    end = [n - max(-a, 0) for n, (_, a) in zip(shape, widths)]
+    if any(e < s for s, e in zip(begin, end)):
+        raise ValueError(f"pads {list(widths)} crop more than the shape {list(shape)} holds")
+    return begin, end, [(max(b, 0), max(a, 0)) for b, a in widths]
+
+
 def unsupported_counts(op_types: Iterable[str], supported: Any) -> dict[str, int]:
     """Counts of the op types not in `supported` (anything with `__contains__`)."""
     counts: dict[str, int] = {}

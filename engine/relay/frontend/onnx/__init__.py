@@ -6,7 +6,12 @@ from collections.abc import Mapping
 
 from engine.ir.module import IRModule
 from engine.relay.frontend.onnx.importer import OnnxImporter, Pin
-from engine.relay.frontend.onnx.model import ModelSource, load_external_data, read_source
+from engine.relay.frontend.onnx.model import (
+    ModelSource,
+    inline_local_functions,
+    load_external_data,
+    read_source,
+)
 from engine.relay.frontend.result import ImportResult
 from engine.runtime.ndarray import NDArray
 
@@ -21,6 +26,7 @@ def import_onnx(model: ModelSource, shape: Mapping[str, Pin] | None = None,
     `external_data=False` refuses external data (an upload reads no other file)."""
     proto, base_dir, refs = read_source(model)
     load_external_data(proto, base_dir if external_data else None, refs)
+    proto = inline_local_functions(proto)
     mod, params, graph, warnings = OnnxImporter(proto, shape, dtype, opset, freeze_params,
                                                 refs).run()
     return ImportResult(mod, params, "onnx", graph, tuple(warnings))

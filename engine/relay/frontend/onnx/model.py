@@ -216,6 +216,23 @@ def _kahn(graph: onnx.GraphProto, waiting: dict[int, int], users: dict[int, list
     return order
 
 
+def inline_local_functions(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with its model-local functions (torch.onnx's
+    `export_modules_as_functions`: one function per module class) expanded where they are
+    called, as onnxruntime runs them; the inlined nodes are named by onnx's inliner (the
+    function's node name and a call suffix)."""
+    if not model.functions:
+        return model
+    import onnx.inliner
+
+    try:
+        return onnx.inliner.inline_local_functions(model)
+    except Exception as err:  # the inliner's C++ errors have no common type
+        names = ", ".join(f"{f.domain}.{f.name}" for f in model.functions[:5])
+        raise InvalidGraphError(f"cannot inline the model's local functions ({names}): "
+                                f"{err}") from None
+
+
 def run_checker(model: onnx.ModelProto) -> str | None:
     """onnx.checker on the (sorted, light) model: its complaint as a warning, never a refusal
     (onnxruntime runs models the checker dislikes; what we cannot convert fails later, by

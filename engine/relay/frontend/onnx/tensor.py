@@ -6,7 +6,7 @@ import numpy as np
 
 import engine.relay as relay
 from engine.ir.expr import Expr
-from engine.relay.frontend.common import check_elements
+from engine.relay.frontend.common import check_elements, crop_of_negative_pads
 from engine.relay.frontend.onnx.table import ConvertResult, NodeContext, converter
 from engine.relay.frontend.onnx.util import norm_axes, norm_axis, wrapped_indices
 
@@ -309,14 +309,22 @@ def pad(ctx: NodeContext) -> ConvertResult:
     if ctx.opset >= 11 and any(ctx.has(i) and ctx.value(i) is None for i in (1, 3)):
         return _dyn_pad(ctx)
     pads, fill = _pads_and_value(ctx)
-    if any(p < 0 for p in pads):
-        raise ctx.fail("negative pads (cropping) are not supported")
     rank = len(pads) // 2
     width = [(pads[i], pads[i + rank]) for i in range(rank)]
     mode = ctx.attr("mode", "constant")
     if mode not in ("constant", "edge", "reflect"):
         raise ctx.fail(f"pad mode {mode!r} is not supported")
-    return relay.nn.pad(ctx.input(0), pad_width=width, pad_value=fill, pad_mode=mode)
+    data = ctx.input(0)
+    try:
+        crop = crop_of_negative_pads(ctx.static_shape(0), width) if min(pads, default=0) < 0 else None
+    except ValueError as err:
+        raise ctx.fail(str(err)) from err
+    if crop is not None:  # negative pads crop (RWKV's time shift)
+        begin, end, width = crop
+        data = relay.strided_slice(data, begin, end)
+        if not any(b or a for b, a in width):
+            return data
+    return relay.nn.pad(data, pad_width=width, pad_value=fill, pad_mode=mode)
 
 
 @converter("Tile", since=6)

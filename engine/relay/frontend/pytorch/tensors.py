@@ -12,6 +12,7 @@ import numpy as np
 
 import engine.relay as relay
 from engine.ir.expr import Expr
+from engine.relay.frontend.common import crop_of_negative_pads
 from engine.relay.frontend.pytorch.ops import (
     AtenCall,
     axis_of,
@@ -256,11 +257,13 @@ def _pad_widths(call: AtenCall, pads: list[int]) -> list[tuple[int, int]]:
 def _pad(call: AtenCall, pads: list[int], mode: str, value: float = 0.0) -> Expr:
     x = tensor(call, 0)
     widths = _pad_widths(call, pads)
-    if any(b < 0 or a < 0 for b, a in widths):  # negative pads crop
-        begin = [max(-b, 0) for b, _ in widths]
-        end = [n - max(-a, 0) for n, (_, a) in zip(call.shape(0), widths)]
+    try:
+        crop = crop_of_negative_pads(call.shape(0), widths)
+    except ValueError as err:
+        raise call.fail(str(err)) from err
+    if crop is not None:
+        begin, end, widths = crop
         x = relay.strided_slice(x, begin, end)
-        widths = [(max(b, 0), max(a, 0)) for b, a in widths]
     if not any(b or a for b, a in widths):
         return x
     return relay.nn.pad(x, widths, const(value, call.dtype(0)), pad_mode=mode)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from engine.ir.attrs import Attrs
+from engine.ir.dtype import lowest
 from engine.ir.expr import Call, Expr
 from engine.ir.type import TensorType, Type
 from engine.relay.op._typing import check_arity, tensor_arg
@@ -61,7 +62,7 @@ def _argmax_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     nd, size = len(attrs.pool_size), x.shape[2:]
     kernel, strides, dilation = attrs.pool_size, attrs.strides, attrs.dilation
     out, pads = pool_geometry(x, attrs, nd)
-    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    low = lowest(x.dtype)
     view = window_view(pad_spatial(x, pads, low), kernel, out, strides, dilation)
     flat = view.reshape(*x.shape[:2], prod(kernel), *out)
     tap = np.unravel_index(np.argmax(flat, axis=2), tuple(kernel))  # first max wins

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from engine.ir.attrs import Attrs
+from engine.ir.dtype import lowest
 from engine.ir.expr import Call, Expr
 from engine.ir.type import Dim, TensorType, Type
 from engine.relay.op._typing import check_arity, tensor_arg
@@ -81,7 +82,7 @@ def _max_compute(nd: int) -> Any:
     def compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
         x = to_canonical(xs[0], attrs.layout, canonical_data(nd))
         out, pads = pool_geometry(x, attrs, nd)
-        low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        low = lowest(x.dtype)
         windows = _window_taps(pad_spatial(x, pads, low), attrs, out)
         acc = windows[0].copy()
         for tap in windows[1:]:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from engine.ir.attrs import Attrs
+from engine.ir.dtype import lowest
 from engine.ir.expr import Call, Expr
 from engine.ir.type import TensorType, Type
 from engine.relay.op._typing import check_arity, tensor_arg
@@ -80,7 +81,7 @@ def _pad(x: np.ndarray, pads: tuple[int, int, int, int], value: float) -> np.nda
 def _max_pool_compute(xs: list[np.ndarray], attrs: Attrs) -> np.ndarray:
     x = to_canonical(xs[0], attrs.layout, "NCHW")
     oh, ow, pads = _geometry(x, attrs)
-    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    low = lowest(x.dtype)
     taps = _taps(_pad(x, pads, low), attrs, oh, ow)
     out = taps[0].copy()
     for tap in taps[1:]:
