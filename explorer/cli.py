@@ -16,6 +16,7 @@ in-memory database, and print to the terminal.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import socket
@@ -146,6 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return terminal_run(args, sys.stdout, sys.stderr)
     except ApiError as err:
         print(f"explorer: {err.message}", file=sys.stderr)
+        suggested = (err.detail or {}).get("suggested") if err.code == "dynamic_shape" else None
+        if suggested:
+            print(f"explorer: run it again with --input-shapes '{json.dumps(suggested)}'",
+                  file=sys.stderr)
         return EXIT_USAGE
     except OSError as err:
         print(f"explorer: {err.strerror or err}: {err.filename or ''}", file=sys.stderr)

@@ -45,6 +45,7 @@ IMPORT_ERRORS: dict[str, tuple[int, str]] = {
     "UnsupportedOperatorError": (422, "unsupported_operators"),
     "TensorTooLargeError": (422, "tensor_too_large"),
     "InvalidGraphError": (422, "invalid_graph"),
+    "DynamicShapeError": (422, "dynamic_shape"),
     "ConversionError": (422, "conversion_failed"),
     "TypeInferenceError": (422, "type_error"),
     "UnknownFormatError": (415, "unknown_format"),
@@ -81,6 +82,8 @@ def import_error(exc: Exception, filename: str, server_path: Path | None = None)
             detail: dict[str, Any] = {"exception": type(exc).__name__}
             if hasattr(exc, "ops"):
                 detail["operators"] = {_text(k): int(v) for k, v in dict(exc.ops).items()}
+            if hasattr(exc, "suggested"):  # a dynamic shape: the inputs to pin, and a pin
+                detail["inputs"], detail["suggested"] = getattr(exc, "inputs", {}), exc.suggested
             message = _scrub(str(exc), server_path, filename)
             located = message.startswith(f"{filename}:")  # a parse error's file:line:col
             return ApiError(status, code, message if located else f"{filename}: {message}",

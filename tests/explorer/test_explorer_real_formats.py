@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,37 @@ def test_a_torch_onnx_export_with_an_infinite_mask_fill(client, sock, name) -> N
     subscribe(sock, run_id)
     events = collect_until(sock, terminal, timeout=600)
     assert events[-1]["type"] == "run_finished", events[-1]
+
+
+def test_a_dynamic_batch_export_is_refused_with_its_pin(client, sock, capsys) -> None:
+    """torch.onnx's TorchScript export of BERT with a dynamic batch: MatMul needs static
+    shapes, so the upload is refused as `dynamic_shape`, naming the dynamic inputs and a pin
+    (each dynamic dim 1) that the page fills in; uploading with that pin runs. The CLI says
+    which --input-shapes to give."""
+    pytest.importorskip("torch")
+    if importlib.util.find_spec("transformers") is None:
+        pytest.skip("transformers is not installed")
+    from engine.relay.testing.torch_models import Export, cached_export
+    from explorer.cli import main
+
+    exports = Path(__file__).resolve().parents[2] / "bench" / "models" / "torch_export"
+    path = cached_export(exports, "bert_tiny", Export("torchscript", None, dynamic_batch=True))
+    resp = client.post("/api/sessions", data={"file": (io.BytesIO(path.read_bytes()), path.name)},
+                       content_type="multipart/form-data")
+    assert resp.status_code == 422, resp.get_json()
+    error = resp.get_json()["error"]
+    assert error["code"] == "dynamic_shape"
+    assert error["detail"]["inputs"]["input_ids"][0] not in (1, None)  # the batch symbol
+    suggested = error["detail"]["suggested"]
+    assert all(dims[0] == 1 for dims in suggested.values()) and "input_ids" in suggested
+    assert "input_ids [" in error["message"] and "shape=" in error["message"]
+    pinned = client.post("/api/sessions", data={
+        "file": (io.BytesIO(path.read_bytes()), path.name), "input_shapes": json.dumps(suggested)},
+        content_type="multipart/form-data")
+    assert pinned.status_code == 201, pinned.get_json()
+    run_id = start(sock, pinned.get_json()["session"]["id"], build=False)
+    subscribe(sock, run_id)
+    assert collect_until(sock, terminal, timeout=600)[-1]["type"] == "run_finished"
+    assert main(["run", str(path)]) != 0
+    hint = capsys.readouterr().err.split("run it again with --input-shapes ")[1]
+    assert json.loads(hint.strip().strip("'")) == suggested

@@ -14,6 +14,7 @@ from engine.ir.errors import FrontendError, UnsupportedOperatorError
 from engine.relay import frontend
 from engine.relay.frontend import (
     CorruptModelError,
+    DynamicShapeError,
     InvalidGraphError,
     TensorTooLargeError,
     UnknownFormatError,
@@ -205,3 +206,21 @@ def test_zip_that_is_not_a_torch_export() -> None:
         archive.writestr("readme.txt", "hello")
     with pytest.raises(FrontendError):
         frontend.load(buffer.getvalue())
+
+
+def test_a_static_shape_needed_of_a_dynamic_input_names_the_inputs_and_a_pin() -> None:
+    """MatMul (lowered to dense) needs a static shape; with a symbolic batch the error names
+    every dynamic input with its shape and a pin (each dynamic dim 1) that imports."""
+    w = numpy_helper.from_array(np.ones((4, 3), np.float32), "w")
+    model = _model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                   inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2, 4]),
+                           helper.make_tensor_value_info("m", TensorProto.FLOAT, [None, 3])],
+                   outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2, 3])],
+                   initializers=[w])
+    with pytest.raises(DynamicShapeError, match=r"layer 'mm' \(MatMul\).*pin the model's "
+                       r"dynamic inputs \(x \[batch, 2, 4\], m \[\?, 3\]\)") as caught:
+        frontend.from_onnx(model)
+    assert caught.value.inputs == {"x": ["batch", 2, 4], "m": ["?", 3]}
+    assert caught.value.suggested == {"x": [1, 2, 4], "m": [1, 3]}
+    mod, _ = frontend.from_onnx(model, shape=caught.value.suggested)
+    assert "reshape(%2, newshape=[1, 2, 3]" in mod.astext()  # static now

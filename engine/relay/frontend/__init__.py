@@ -9,6 +9,7 @@ from typing import Any
 from engine.relay.frontend.common import (
     ConversionError,
     CorruptModelError,
+    DynamicShapeError,
     InvalidGraphError,
     TensorTooLargeError,
     UnknownFormatError,
@@ -39,7 +40,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ConversionError", "CorruptModelError", "ImportResult", "InvalidGraphError",
+    "ConversionError", "CorruptModelError", "DynamicShapeError", "ImportResult", "InvalidGraphError",
     "TensorTooLargeError", "UnknownFormatError", "UnsafeModelError", "describe",
     "detect_format", "from_onnx", "from_pytorch", "from_tflite", "load", "set_span",
 ]

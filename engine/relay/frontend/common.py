@@ -69,6 +69,27 @@ class ConversionError(FrontendError):
         super().__init__(f"layer {layer!r} ({op_type}): {message}")
 
 
+class DynamicShapeError(ConversionError):
+    """A converter needs a static shape that depends on the model's dynamic input dims.
+    `inputs` names each input with a dynamic dim: its shape, a dim being its size, the
+    exporter's symbol for it ("batch") or "?"; `suggested` pins every dynamic dim to 1, as
+    `shape=` takes it (the dims a user most often means: batch 1)."""
+
+    def __init__(self, layer: str, op_type: str, message: str,
+                 inputs: dict[str, list[int | str]]) -> None:
+        self.inputs = inputs
+        self.suggested = {name: [d if isinstance(d, int) else 1 for d in dims]
+                          for name, dims in inputs.items()}
+        listed = ", ".join(f"{name} {_dims_text(dims)}" for name, dims in inputs.items())
+        where = f"the model's dynamic inputs ({listed})" if inputs else "the model's inputs"
+        super().__init__(layer, op_type, f"{message}; pin {where} with shape=, e.g. "
+                                         f"shape={self.suggested}")
+
+
+def _dims_text(dims: list[int | str]) -> str:
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
 # --- span filling -----------------------------------------------------------------------
 def fill_span_enabled() -> bool:
     """False when `EXPLORER_SPANFILLING=0` or PassContext config `relay.frontend.fill_span` is

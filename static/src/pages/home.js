@@ -46,6 +46,7 @@ export function mountHome(root) {
       h("div.home-actions", {}, demo,
         h("label.btn.ghost", { htmlFor: "run-file", tabIndex: 0 }, "Import an exported run…"), importInput)),
     h("section.home-recent", {}, h("h2", {}, "Recent sessions"), recent));
+  const advanced = shapes.closest("details");
 
   function busy(text) {
     replace(status, h("span.spinner"), h("span", {}, text));
@@ -78,9 +79,18 @@ export function mountHome(root) {
       go(session.id);
     } catch (err) {
       fail(`Could not import ${file.name}:`, err);
+      if (err.code === "dynamic_shape" && err.detail?.suggested) offerPin(err.detail.suggested);
     } finally {
       fileInput.value = "";
     }
+  }
+
+  /** A model refused for its dynamic input dims: its pin (each dynamic dim 1) is filled in. */
+  function offerPin(suggested) {
+    shapes.value = JSON.stringify(suggested);
+    advanced.open = true;
+    status.append(h("p.hint", { "data-testid": "pin-offered" },
+      "Its dynamic dimensions are pinned to 1 under Input shapes: edit them if you like, then upload the file again."));
   }
 
   async function openDemo() {

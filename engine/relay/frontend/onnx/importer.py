@@ -407,6 +407,17 @@ class OnnxImporter:
                                    [self._output_entry(i) for i in self.graph.output])
         return IRModule.from_expr(main), self.params, graph, self.warnings
 
+    def dynamic_inputs(self) -> dict[str, list[int | str]]:
+        """The tensor inputs with a dynamic dim: their shapes, a dynamic dim as its symbol
+        ("batch") or "?"."""
+        out: dict[str, list[int | str]] = {}
+        for var in self.inputs.values():
+            if isinstance(var.type_annotation, TensorType):
+                entry = self._tensor_entries(var)[0]
+                if any(not isinstance(d, int) for d in entry["shape"]):
+                    out[var.name_hint] = list(entry["shape"])
+        return out
+
     def _tensor_entries(self, var: Var) -> list[dict[str, Any]]:
         """One entry per tensor of an input (a sequence's elements as `name[k]`)."""
         ty = var.type_annotation

@@ -16,7 +16,7 @@ import onnx
 
 from engine.ir.expr import Constant, Expr, Var
 from engine.ir.type import Type
-from engine.relay.frontend.common import ConversionError
+from engine.relay.frontend.common import ConversionError, DynamicShapeError
 
 ConvertResult = Expr | Sequence[Any]
 """One expression, or one per output: an Expr, None (not supported) or EMPTY_OPTIONAL."""
@@ -35,6 +35,8 @@ class ImporterView(Protocol):
 
     def import_subgraph(self, graph: onnx.GraphProto, inputs: Sequence[Expr | None],
                         function: bool, layer: str) -> Subgraph: ...
+
+    def dynamic_inputs(self) -> dict[str, list[int | str]]: ...
 
 
 @dataclass(frozen=True)
@@ -105,15 +107,13 @@ class NodeContext:
         """The input's shape (None for a dynamic dim); an unknown rank is a ConversionError."""
         shape = self.importer.shape_of(self.input_names[index], self.input(index))
         if shape is None:
-            raise self.fail(f"the shape of input {self.input_names[index]!r} is unknown; "
-                            "pin the model's input shapes with shape={...}")
+            raise self.dynamic(f"the shape of input {self.input_names[index]!r} is unknown")
         return shape
 
     def static_shape(self, index: int) -> tuple[int, ...]:
         shape = self.shape(index)
         if any(d is None for d in shape):
-            raise self.fail(f"input {self.input_names[index]!r} has a dynamic shape {shape}; "
-                            "pin the model's input shapes with shape={...}")
+            raise self.dynamic(f"input {self.input_names[index]!r} has a dynamic shape {shape}")
         return tuple(int(d) for d in shape)  # type: ignore[arg-type]
 
     def rank(self, index: int) -> int:
@@ -150,3 +150,8 @@ class NodeContext:
 
     def fail(self, message: str) -> ConversionError:
         return ConversionError(self.name, self.op_type, message)
+
+    def dynamic(self, message: str) -> DynamicShapeError:
+        """A static shape was needed: the error names the model's dynamic inputs."""
+        return DynamicShapeError(self.name, self.op_type, message,
+                                 self.importer.dynamic_inputs())
