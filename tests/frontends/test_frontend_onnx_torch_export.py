@@ -38,7 +38,7 @@ from frontend_helpers import (
 import engine as tvm
 from engine import relay
 from engine.contrib import graph_executor
-from engine.relay.frontend.common import ConversionError
+from engine.relay.frontend.common import ConversionError, DynamicShapeError
 from engine.relay.frontend.onnx import import_onnx
 from engine.relay.frontend.result import ImportResult
 from engine.relay.interpreter import evaluate
@@ -173,8 +173,11 @@ def test_dynamic_batch_imports_with_the_batch_pinned(dynamic_bert: Any) -> None:
 
 def test_dynamic_batch_unpinned_asks_for_shapes(dynamic_bert: Any) -> None:
     path, _, _ = dynamic_bert
-    with pytest.raises(ConversionError, match=r"dynamic shape .*shape=\{\.\.\.\}"):
+    with pytest.raises(ConversionError, match=r"dynamic shape .*pin the model's dynamic inputs "
+                       r"\(input_ids \[\w+, \d+\].*shape=\{'input_ids': \[1, \d+\]") as caught:
         import_onnx(path)
+    assert isinstance(caught.value, DynamicShapeError)
+    assert all(dims[0] == 1 for dims in caught.value.suggested.values())
 
 
 def test_torchvision_imports_with_or_without_its_compiled_ops() -> None:
