@@ -144,6 +144,7 @@ class Dataflow:
         self.subst: dict[int, int] = {}  # row of a fused param / elided call -> what it stands for
         self.fed: dict[int, list[int]] = {}  # row of a param / call of a multi-called function -> its feeds
         self.functions: list[tuple[int, list[int]]] = []  # fused function row, its call rows
+        self.let_functions = False  # a let binds a function (an imported Loop's body)
         self._bind_lets()
         self._plan_functions()
         self.nodes: list[int] = [r for r in self.rows.def_rows if self._shown(r)]
@@ -169,6 +170,7 @@ class Dataflow:
                 kids = rows.children(r)
                 if len(kids) >= 2 and rows.kind[kids[0]] == "var" and not rows.ref[kids[0]]:
                     self.subst[kids[0]] = kids[1]
+                    self.let_functions |= rows.kind[kids[1]] == "function"
 
     def _plan_functions(self) -> None:
         rows = self.rows
@@ -237,7 +239,7 @@ class Dataflow:
         for r in self.fed:
             is_node[r] = False
         operand = ~np.isin(rows.kind_ids, callee)
-        for r in self.nodes:  # a local function called by its let-bound name
+        for r in self.nodes if self.let_functions else ():  # called by its let-bound name
             if rows.kind[r] == "call" and rows.op[r] is None and self.callee(r) is not None:
                 operand[rows.children(r)[0]] = False
         nid = np.asarray(rows.nid, dtype=np.int64)

@@ -201,7 +201,7 @@ def get_tensor(rid: str, snapshot_id: int, node_id: int) -> Response:
     return jsonify({"tensor": inspect_tensor(svc.store, rid, snapshot_id, node_id,
                                              str(svc.data_dir / "models"),
                                              svc.runs.config.plugins,
-                                             weight_limit=svc.runs.config.numerics_weight_limit)})
+                                             svc.runs.config.numerics_weight_limit)})
 
 
 @bp.get("/api/runs/<rid>/timing")

@@ -53,7 +53,6 @@ from explorer.protocol import (
 from explorer.runs.build_progress import BuildProgressInstrument
 from explorer.runs.children import PassesHook
 from explorer.runs.numerics import (
-    NUMERICS_WEIGHT_LIMIT,
     PassNumerics,
     PassTree,
     analyze_break,
@@ -199,8 +198,7 @@ class Execution:
     def __init__(self, store: Store, sessions: SessionService, publish: Publish, run_id: str,
                  session_id: str, options: RunOptions, cancel: threading.Event | None = None,
                  hooks: Sequence[PassesHook] = (), announced: int | None = None,
-                 gate: PassGate | None = None,
-                 numerics_limit: int = NUMERICS_WEIGHT_LIMIT) -> None:
+                 gate: PassGate | None = None, *, numerics_limit: int) -> None:
         self.store = store
         self.sessions = sessions
         self.publish = publish

@@ -176,8 +176,8 @@ class RunSupervisor:
             announced = self._announce()
             job = Job(self.run_id, self.session_id, self.options.to_json(),
                       self.manager.store.path, str(self.manager.sessions.models_dir),
-                      cfg.plugins, environment(), announced, tuple(self.breakpoints),
-                      cfg.numerics_weight_limit)
+                      cfg.numerics_weight_limit, cfg.plugins, environment(), announced,
+                      tuple(self.breakpoints))
             worker = WorkerProcess(job)
         except Exception as exc:  # no process: the run fails, the server goes on
             self.error = f"the run's worker could not start: {type(exc).__name__}: {exc}"

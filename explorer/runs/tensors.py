@@ -33,7 +33,7 @@ from explorer.protocol import (
 )
 from explorer.runs.child_call import answer, call_in_child
 from explorer.runs.children import load_plugins
-from explorer.runs.numerics import NUMERICS_WEIGHT_LIMIT, StopAfter, numerics_refusal, run_until
+from explorer.runs.numerics import StopAfter, numerics_refusal, run_until
 from explorer.runs.reference import reference_tensor
 from explorer.sessions import SessionService
 from explorer.store import Store
@@ -55,8 +55,8 @@ class TensorJob:
     options: dict[str, Any]
     db_path: str
     models_dir: str
-    plugins: tuple[str, ...] = ()
-    numerics_weight_limit: int = NUMERICS_WEIGHT_LIMIT
+    plugins: tuple[str, ...]
+    numerics_weight_limit: int
 
 
 def artifact_key(snapshot: int, node_id: int) -> str:
@@ -64,8 +64,8 @@ def artifact_key(snapshot: int, node_id: int) -> str:
 
 
 def inspect_tensor(store: Store, run_id: str, snapshot: int, node_id: int, models_dir: str,
-                   plugins: tuple[str, ...], timeout: float = TENSOR_TIMEOUT,
-                   weight_limit: int = NUMERICS_WEIGHT_LIMIT) -> TensorReport:
+                   plugins: tuple[str, ...], weight_limit: int,
+                   timeout: float = TENSOR_TIMEOUT) -> TensorReport:
     """The cached report, or one computed now in a child process (then cached)."""
     summary = store.run(run_id)
     cached = store.artifact(run_id, artifact_key(snapshot, node_id))

@@ -42,7 +42,6 @@ from explorer.runs.children import (
     mp_context,
 )
 from explorer.runs.execution import Execution, Outcome, tune_gc_for_compilation
-from explorer.runs.numerics import NUMERICS_WEIGHT_LIMIT
 from explorer.sessions import SessionService
 from explorer.store import Store
 
@@ -56,11 +55,11 @@ class Job:
     options: RunOptionsJSON
     db_path: str
     models_dir: str
+    numerics_weight_limit: int  # RunConfig's: weight bytes over which numerics are not checked
     plugins: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     announced: int | None = None  # the run's initial snapshot, when run_started is out
     breakpoints: tuple[Breakpoint, ...] = ()
-    numerics_weight_limit: int = NUMERICS_WEIGHT_LIMIT
 
 
 # --- the child ------------------------------------------------------------------------------

@@ -8,6 +8,9 @@ export function mountHome(root) {
   const autorun = h("input", { type: "checkbox", checked: true, "data-testid": "autorun" });
   const shapes = h("input.shapes", { type: "text", placeholder: '{"input": [1, 3, 224, 224]}',
     "aria-label": "Input shapes (JSON)", spellcheck: "false" });
+  const advanced = h("details.advanced", {}, h("summary", {}, "Input shapes"),
+    h("p.hint", {}, "Only for models with dynamic input dimensions: a JSON object of input name → shape."),
+    shapes);
   const fileInput = h("input.visually-hidden", { type: "file", accept: UPLOAD_ACCEPT, id: "model-file",
     "data-testid": "file-input", on: { change: () => fileInput.files[0] && upload(fileInput.files[0]) } });
   const drop = h("label.drop-zone", { htmlFor: "model-file", tabIndex: 0, "data-testid": "drop-zone",
@@ -39,14 +42,11 @@ export function mountHome(root) {
       drop, fileInput,
       h("div.home-options", {},
         h("label.inline", {}, autorun, " run the pipeline right away (your last options; O3, numerics check and build by default)"),
-        h("details.advanced", {}, h("summary", {}, "Input shapes"),
-          h("p.hint", {}, "Only for models with dynamic input dimensions: a JSON object of input name → shape."),
-          shapes)),
+        advanced),
       status,
       h("div.home-actions", {}, demo,
         h("label.btn.ghost", { htmlFor: "run-file", tabIndex: 0 }, "Import an exported run…"), importInput)),
     h("section.home-recent", {}, h("h2", {}, "Recent sessions"), recent));
-  const advanced = shapes.closest("details");
 
   function busy(text) {
     replace(status, h("span.spinner"), h("span", {}, text));
