@@ -72,6 +72,7 @@ def test_a_shared_kernel_lists_its_call_sites_with_the_layers_of_each(
                            " === 'done'")
     page.get_by_test_id("build-row").click()  # opens the Schedules tab
     shared = page.locator(".sched-node", has_text="2 calls")
+    shared.first.wait_for()  # the tab fetches its kernel list after it opens
     assert shared.count() == 1
     assert "fc1" in shared.inner_text() and "fc4" in shared.inner_text()
     shared.click()

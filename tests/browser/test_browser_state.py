@@ -72,6 +72,7 @@ def test_unticked_passes_stay_listed_and_reversible(page: Any, server: str,
     page.reload()
     page.locator("summary", has_text="Passes").click()
     box = page.get_by_test_id("pass-toggles").locator("input[data-pass='SimplifyExpr']")
+    box.first.wait_for(state="attached")  # the list is fetched after the page loads
     assert box.count() == 1 and not box.is_checked()  # still listed, still the user's choice
     page.get_by_test_id("enable-all-passes").click()
     assert box.is_checked()
