@@ -24,6 +24,10 @@ from engine import transform
 from explorer.testing import ProcessFlag
 
 TERMINAL = {"run_finished", "run_failed", "run_cancelled"}
+# The page shows a run that has ended (the status is unset until the page's stream has
+# its first answer, so "not running" would be true too early).
+RUN_ENDED = ("['finished', 'failed', 'cancelled', 'interrupted']"
+             ".includes(document.querySelector('[data-testid=run-status]')?.dataset.status)")
 PLUGIN = "browser_helpers"
 GATE_ARMED = ProcessFlag("browser-gate-armed")      # insert the blocking pass
 GATE_FAILING = ProcessFlag("browser-gate-failing")  # append the failing pass
@@ -115,7 +119,7 @@ def run_on_page(page: Any, server: str, quick: bool = False) -> tuple[str, list[
     page.wait_for_function("(shown) => new URLSearchParams(location.search).get('run') !== shown", arg=shown)
     run_id = run_id_of(page)
     events = wait_run_done(server, run_id)
-    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")
+    page.wait_for_function(RUN_ENDED)
     return run_id, events
 
 

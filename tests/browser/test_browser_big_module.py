@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_helpers import run_id_of, upload, wait_run_done
+from browser_helpers import RUN_ENDED, run_id_of, upload, wait_run_done
 
 LINES = 50_000
 
@@ -33,7 +33,7 @@ def test_fifty_thousand_line_module_is_virtualized(page: Any, server: str, tmp_p
     events = wait_run_done(server, run_id_of(page), timeout=240)
     finished = [e["data"] for e in events if e["type"] == "pass_finished"]
     chosen = next(p for p in finished if p["changed"] and p["before"] != p["after"])
-    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")
+    page.wait_for_function(RUN_ENDED)
     page.locator(f".pass-row[data-pass-index='{chosen['pass_index']}']").click()
     page.wait_for_function(
         f"document.querySelector('[data-testid=diff-pane]').dataset.right === '{chosen['after']}'",

@@ -8,9 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from browser_helpers import run_events, run_id_of, run_on_page, sized_page, upload, wait_run_done
-
-STATUS_DONE = "document.querySelector('[data-testid=run-status]').dataset.status !== 'running'"
+from browser_helpers import (
+    RUN_ENDED,
+    run_events,
+    run_id_of,
+    run_on_page,
+    sized_page,
+    upload,
+    wait_run_done,
+)
 
 
 def _add_breakpoint(page: Any, kind: str, target: str) -> None:
@@ -61,10 +67,10 @@ def test_a_breakpoint_before_fuse_ops_pauses_shows_the_module_and_continue_finis
         assert other.get_by_test_id("bp-list").inner_text().startswith("before FuseOps")
         other.get_by_test_id("resume-continue").click()
         final = wait_run_done(server, run_id)
-        other.wait_for_function(STATUS_DONE)
+        other.wait_for_function(RUN_ENDED)
         assert other.get_by_test_id("paused-bar").is_hidden()
         assert not errors
-    page.wait_for_function(STATUS_DONE)
+    page.wait_for_function(RUN_ENDED)
     assert final[-1]["type"] == "run_finished", final[-1]
     assert page.get_by_test_id("paused-bar").is_hidden()
     finished = [e for e in final if e["type"] == "pass_finished"]
@@ -98,7 +104,7 @@ def test_the_timeline_dot_sets_a_breakpoint_then_step_and_stop(page: Any, server
     page.wait_for_function("(s) => document.querySelector('[data-testid=diff-pane]')?.dataset.right"
                            " === String(s)", arg=last["data"]["snapshot"])
     page.get_by_test_id("resume-stop").click()
-    page.wait_for_function(STATUS_DONE)
+    page.wait_for_function(RUN_ENDED)
     assert page.get_by_test_id("run-status").get_attribute("data-status") == "cancelled"
     assert run_events(server, run_id)[-1]["type"] == "run_cancelled"
     # The breakpoint is removed from its list entry.
@@ -173,7 +179,7 @@ def test_a_layer_breakpoint_pauses_after_the_pass_that_touches_it(page: Any, ser
     assert page.get_by_test_id("run-status").inner_text().startswith("paused after")
     page.get_by_role("button", name="Remove breakpoint touches layer mlp/fc1").click()
     page.get_by_test_id("resume-continue").click()
-    page.wait_for_function(STATUS_DONE)
+    page.wait_for_function(RUN_ENDED)
     events = wait_run_done(server, run_id)
     assert events[-1]["type"] == "run_finished"
     assert [e["type"] for e in events].count("run_paused") == 1  # the list changed live

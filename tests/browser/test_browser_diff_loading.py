@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from browser_helpers import run_id_of, upload, wait_run_done
+from browser_helpers import RUN_ENDED, run_id_of, upload, wait_run_done
 
 
 def _finished(page: Any, server: str, model: Path) -> list[dict[str, Any]]:
@@ -15,7 +15,7 @@ def _finished(page: Any, server: str, model: Path) -> list[dict[str, Any]]:
     page.get_by_test_id("build").uncheck()
     page.get_by_test_id("run-button").click()
     events = wait_run_done(server, run_id_of(page))
-    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")
+    page.wait_for_function(RUN_ENDED)
     return [e["data"] for e in events if e["type"] == "pass_finished"]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from browser_helpers import mlp_with_names, run_id_of, upload, wait_run_done
+from browser_helpers import RUN_ENDED, mlp_with_names, run_id_of, upload, wait_run_done
 
 
 def _open_changed_pass(page: Any, server: str, model: Path) -> dict[str, Any]:
@@ -14,7 +14,7 @@ def _open_changed_pass(page: Any, server: str, model: Path) -> dict[str, Any]:
     page.goto(f"/s/{session['id']}")
     page.get_by_test_id("run-button").click()
     events = wait_run_done(server, run_id_of(page))
-    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")
+    page.wait_for_function(RUN_ENDED)
     finished = [e["data"] for e in events if e["type"] == "pass_finished"]
     chosen = next(p for p in finished if p["changed"] and p["before"] != p["after"])
     page.locator(f".pass-row[data-pass-index='{chosen['pass_index']}']").click()
@@ -79,7 +79,7 @@ def test_markup_in_layer_names_is_shown_as_text(page: Any, server: str, tmp_path
     page.get_by_test_id("file-input").set_input_files(str(model))
     page.wait_for_url("**/s/**")
     wait_run_done(server, run_id_of(page))
-    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")
+    page.wait_for_function(RUN_ENDED)
     shown = page.locator(".layer-list .layer-name").all_inner_texts()
     for name in names:
         assert any(name in text for text in shown), (name, shown)

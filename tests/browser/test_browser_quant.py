@@ -31,7 +31,7 @@ def _open_run(page: Any, server: str, model: Path) -> list[dict[str, Any]]:
     page.goto(f"/s/{session['id']}")
     page.get_by_test_id("run-button").click()
     events = wait_run_done(server, run_id_of(page), timeout=120)
-    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")
+    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status === 'finished'")
     assert events[-1]["type"] == "run_finished", events[-1]
     return events
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from browser_helpers import api_get, run_id_of, upload, wait_run_done
+from browser_helpers import RUN_ENDED, api_get, run_id_of, upload, wait_run_done
 
 
 def _open_demo_and_build(page: Any, server: str) -> str:
@@ -18,7 +18,7 @@ def _open_demo_and_build(page: Any, server: str) -> str:
     events = wait_run_done(server, run_id, timeout=180)
     assert events[-1]["type"] == "run_finished", events[-1]
     assert any(e["type"] == "build_finished" and e["data"]["num_nodes"] > 0 for e in events)
-    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")
+    page.wait_for_function(RUN_ENDED)
     return run_id
 
 

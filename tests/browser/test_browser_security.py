@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser_helpers import api_get, upload, wait_run_done
+from browser_helpers import RUN_ENDED, api_get, upload, wait_run_done
 
 
 class Violations:
@@ -44,17 +44,26 @@ def strict_page(browser: Any, server: str) -> Iterator[Any]:
     context.close()
 
 
-def test_the_explorer_runs_under_its_csp(strict_page: Any, server: str,
-                                         onnx_model: Any) -> None:
+def test_the_explorer_runs_under_its_csp(strict_page: Any, server: str, onnx_model: Any,
+                                         pipeline_gate: Any) -> None:
     page = strict_page
-    frames: list[str] = []  # what the page's websocket received (the socket upgrades to one)
+    frames: list[str] = []  # what the page's websocket received
     page.on("websocket", lambda ws: "/socket.io/" in ws.url and ws.on(
         "framereceived", lambda frame: frames.append(str(frame))))
     response = page.goto("/")
     assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
-    page.set_input_files("[data-testid=file-input]", str(onnx_model("mlp")))
-    page.wait_for_url("**/s/**")
-    assert wait_run_done(server, run_id_of(page))[-1]["type"] == "run_finished"
+    pipeline_gate.arm()  # held, so the rest of the run reaches the page live, over the socket
+    try:
+        page.set_input_files("[data-testid=file-input]", str(onnx_model("mlp")))
+        page.wait_for_url("**/s/**")
+        run_id = run_id_of(page)
+        assert pipeline_gate.reached.wait(30), "the run never reached the gate"
+        page.locator(".pass-row[data-state='done']").first.wait_for()  # the page follows it
+        pipeline_gate.release()
+        assert wait_run_done(server, run_id)[-1]["type"] == "run_finished"
+    finally:
+        pipeline_gate.disarm()
+    page.wait_for_function(RUN_ENDED)
     page.locator(".pass-row[data-state='done']").first.wait_for()
     page.locator(".pass-row[data-changed='true']").first.click()
     page.locator(".cm-content").first.wait_for()  # CodeMirror styled, the diff shown

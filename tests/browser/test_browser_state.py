@@ -62,6 +62,7 @@ def test_unticked_passes_stay_listed_and_reversible(page: Any, server: str,
     page.locator("summary", has_text="Passes").click()
     toggles = page.get_by_test_id("pass-toggles")
     dce = toggles.locator("input[data-pass='DeadCodeElimination']")
+    dce.first.wait_for(state="attached")  # the list is fetched after the page loads
     assert dce.count() == 1  # registered passes are offered, not only the ones a run used
     box = toggles.locator("input[data-pass='SimplifyExpr']")
     box.uncheck()

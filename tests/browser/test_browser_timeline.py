@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from browser_helpers import (
+    RUN_ENDED,
     editor_text,
     run_events,
     run_id_of,
@@ -35,7 +36,7 @@ def test_upload_passes_stream_before_the_run_finishes(page: Any, server: str, on
     page.screenshot(path=str(artifacts / "timeline-running.png"))
     pipeline_gate.release()
     events = wait_run_done(server, run_id)
-    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")
+    page.wait_for_function(RUN_ENDED)
     finished = [e for e in events if e["type"] == "pass_finished"]
     assert page.locator(".pass-row[data-state='done']").count() == len(finished) > done_while_running
     assert page.locator(".pass-row[data-state='running']").count() == 0
@@ -106,7 +107,7 @@ def test_reload_mid_run_completes_the_timeline(page: Any, server: str, onnx_mode
     assert page.get_by_test_id("run-status").inner_text().startswith("running")
     pipeline_gate.release()
     events = wait_run_done(server, run_id)
-    page.wait_for_function("document.querySelector('[data-testid=run-status]').dataset.status !== 'running'")
+    page.wait_for_function(RUN_ENDED)
     assert page.get_by_test_id("run-status").get_attribute("data-status") == _final_status(events)
     started = {e["data"]["pass_index"] for e in events if e["type"] == "pass_started"}
     shown = page.locator(".pass-row").evaluate_all("rows => rows.map(r => Number(r.dataset.passIndex))")
