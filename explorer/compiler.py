@@ -20,6 +20,7 @@ from engine.instrument import PassInstrument
 from engine.ir import IRModule
 from engine.ir.errors import PassError
 from engine.ir.expr import COMPUTING_KINDS, numbered_from
+from engine.ir.traversal import post_order
 from engine.ir.type import TensorType
 from engine.relay.backend.build_module import (
     GraphExecutorFactoryModule,
@@ -58,7 +59,7 @@ numba is not installed; imported there, numba's 0.5 s import is paid once per se
 not once per run that checks numerics)."""
 
 __all__ = ["COUNTED_KINDS", "ENGINE_MODULES", "TARGET", "bind_params", "check_types",
-           "compile_module", "Compiled", "dataflow_node", "frame_remarks",
+           "compile_module", "Compiled", "dataflow_node", "forget_types", "frame_remarks",
            "GraphExecutorFactoryModule", "Imported", "inline_local_functions", "IRModule",
            "kernel_source", "kernel_steps", "kernels", "load_model", "make_inputs", "model_inputs",
            "NumericsChecker", "pass_context", "PassContext", "PassInstrument", "PassSpec",
@@ -115,6 +116,15 @@ def check_types(mod: IRModule) -> None:
         if isinstance(err.cause, Exception):
             raise err.cause from None
         raise
+
+
+def forget_types(mod: IRModule) -> None:
+    """Clear the types check_types and a run's InferType recorded on `mod`'s nodes, so that
+    one import serves several runs in a process: each run records the module as a fresh
+    import prints it (no `ty=` trailers), whatever ran on it before."""
+    for _, fn in mod.items():
+        for node in post_order(fn):
+            node.clear_checked_type()
 
 
 def model_inputs(mod: IRModule, params: dict[str, Any]) -> list[tuple[str, Any]]:

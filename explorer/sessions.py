@@ -326,7 +326,8 @@ class SessionService:
     def inspect(self, sid: str, display: str, path: Path, shapes: dict[str, list[int]] | None
                 ) -> tuple[Session, dict[str, Any], int]:
         """Import the stored file here: the session's description, its frontend graph and
-        the id of the stored snapshot of the imported module."""
+        the id of the stored snapshot of the imported module. The import is kept (see
+        `imported`), so a run in this process does not read the file again."""
         imported = self._import(path, shapes, display)
         text, table = compiler.print_snapshot(imported.mod)  # before the check sets types
         session = describe(sid, display, imported)
@@ -335,6 +336,7 @@ class SessionService:
         except Exception as exc:  # mapped by class at the boundary; see IMPORT_ERRORS
             raise import_error(exc, display, path) from exc
         snapshot = self.store.add_snapshot(session_snapshot_owner(sid), text, table)
+        self._remember(sid, imported)  # the CLI's run starts from this import
         return session, dict(imported.graph), snapshot
 
     def _import(self, path: Path, shapes: dict[str, list[int]] | None,
@@ -357,6 +359,7 @@ class SessionService:
             hit = self._cache.get(sid)
             if hit is not None:
                 self._cache.move_to_end(sid)
+                compiler.forget_types(hit.mod)  # as imported, whatever ran on it before
                 return hit
         session = self.store.session(sid)
         model_file = self.store.session_model_file(sid)

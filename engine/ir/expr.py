@@ -86,6 +86,10 @@ class Expr:
         """Record the inferred type (the one in-place update a node allows)."""
         object.__setattr__(self, "_checked_type", ty)
 
+    def clear_checked_type(self) -> None:
+        """Forget the inferred type, as if InferType had never reached this node."""
+        object.__setattr__(self, "_checked_type", None)
+
     def same_as(self, other: object) -> bool:
         return self is other
 

@@ -20,7 +20,12 @@ from typing import Any
 import pytest
 from shared_models import llama_small_path
 
+from explorer import compiler
 from explorer.cli import main
+from explorer.hub import EventHub
+from explorer.protocol import RunOptions
+from explorer.runs.config import RunConfig
+from explorer.runs.manager import RunManager
 from explorer.sessions import SessionService
 from explorer.store import Store
 
@@ -69,3 +74,39 @@ def test_upload_of_a_model_with_external_data_is_refused(llama: Path, client: An
     error = resp.get_json()["error"]
     assert error["code"] == "unsafe_model" and "external" in error["message"]
     assert [p for p in (data_dir / "models").iterdir() if p.is_file()] == []
+
+
+def test_cli_run_imports_the_file_once(llama: Path, capsys: Any, monkeypatch: Any) -> None:
+    """The session's inspection and the run share one import (the run used to read the
+    file and its external data a second time)."""
+    loads: list[Path] = []
+    load = compiler.load_model
+
+    def counting(path: Path, *args: Any, **kwargs: Any) -> Any:
+        loads.append(path)
+        return load(path, *args, **kwargs)
+
+    monkeypatch.setattr(compiler, "load_model", counting)
+    assert main(["run", str(llama), "--no-build"]) == 0
+    assert capsys.readouterr().out.startswith("finished:")
+    assert loads == [llama.resolve()]
+
+
+def test_runs_that_share_an_import_record_it_as_imported(llama: Path, tmp_path: Path) -> None:
+    """The inspection's type check and each run's InferType record types on the shared
+    module's nodes; every run still starts from the module as a fresh import prints it."""
+    store = Store(tmp_path / "explorer.sqlite3")
+    try:
+        sessions = SessionService(store, tmp_path / "models")
+        manager = RunManager(store, EventHub(store), sessions, config=RunConfig())
+        session = sessions.open_local(llama)
+        imported_text = store.snapshot(store.session_snapshot(session["id"]))["text"]
+        assert "/* ty=" not in imported_text
+        options = RunOptions.from_json({"opt_level": 3, "build": False})
+        for _ in range(2):
+            run_id = manager.start_sync(session["id"], options, None)
+            assert store.run(run_id)["status"] == "finished"
+            started = next(e for e in store.events(run_id) if e["type"] == "run_started")
+            assert store.snapshot(started["data"]["initial_snapshot"])["text"] == imported_text
+    finally:
+        store.close()
