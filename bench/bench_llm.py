@@ -39,6 +39,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _common import report  # noqa: E402
 from _served import ServedExplorer  # noqa: E402
 
+from explorer.protocol import NUMERICS_UNAVAILABLE  # noqa: E402
+
 DEFAULT = ROOT / "bench" / "models" / "llama7b" / "llama7b.onnx"
 SMALL = ROOT / "bench" / "models" / "llama_small" / "llama_small.onnx"
 SMALL_CONFIG = ("--layers", "2", "--hidden", "64", "--intermediate", "176", "--heads", "4",
@@ -101,13 +103,14 @@ def served(path: Path) -> dict[str, Any]:
     with ServedExplorer(model=path) as server:
         assert server.session_id is not None, "serve PATH opened no session"
         # the page's default options (numerics on): over the numerics weight limit the
-        # run goes on without the check, and run_started says why
+        # run goes on without the check, and a numerics_unavailable event says why
         times = server.run(server.session_id, {"opt_level": 3, "build": True,
                                                "check_numerics": True})
         if times.status != "run_finished":
             raise RuntimeError(f"the run ended {times.status}: {times.events[-1]}")
-        started = next(e["data"] for e in times.events if e["type"] == "run_started")
-        print(f"bench_llm: numerics: {started['numerics_error'] or 'checked'}")
+        unavailable = [e["data"]["message"] for e in times.events
+                       if e["type"] == NUMERICS_UNAVAILABLE]
+        print(f"bench_llm: numerics: {unavailable[0] if unavailable else 'checked'}")
         checks = page_checks(server, times.run_id, times.events)
         process_mb, tree_mb = server.peak_rss_mb
     return {"first_snapshot_s": server.first_page_s, "run_s": times.total_s,
