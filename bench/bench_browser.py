@@ -196,7 +196,8 @@ def bench(lines: int, repeat: int) -> Row:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             context = browser.new_context(viewport={"width": 1600, "height": 1000},
-                                          base_url=base)
+                                          base_url=base,
+                                          bypass_csp=True)  # wait_for_function evaluates strings
             page = context.new_page()
             page.set_default_timeout(120_000)
             finished = run_in_page(page, base, session["id"])

@@ -46,6 +46,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("explorer", quick=("mlp",)),
     Benchmark("upload", quick=("--models", "mlp", "--repeat", "1", "--no-write")),
     Benchmark("llm", quick=("--small", "--no-write")),
+    Benchmark("debug", quick=("--models", "mlp", "--no-write")),
     Benchmark("passes"),
     Benchmark("pipeline", quick=("--models", "mobilenetv2", "--repeat", "1", "--no-write")),
     Benchmark("build", quick=("--models", "mobilenetv2", "--no-write")),
