@@ -14,6 +14,7 @@ from explorer.protocol import (
     bad_request,
     check_action,
     check_breakpoints,
+    check_pause_at,
     check_run_pair,
 )
 
@@ -41,7 +42,8 @@ def resume_run(rid: str) -> Response:
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         raise bad_request("bad_payload", 'send {"action": "continue" | "step" | "stop"} as JSON')
-    return jsonify(ResumeAck(ok=services().runs.resume(rid, check_action(body.get("action")))))
+    return jsonify(ResumeAck(ok=services().runs.resume(rid, check_action(body.get("action")),
+                                                       check_pause_at(body.get("at")))))
 
 
 @bp.get("/api/compare")

@@ -19,6 +19,7 @@ from explorer.protocol import (
     bad_request,
     check_action,
     check_breakpoints,
+    check_pause_at,
     error_response,
 )
 
@@ -101,4 +102,5 @@ class ExplorerNamespace(Namespace):  # type: ignore[misc]  # flask_socketio is u
     @_guard
     def on_resume_run(self, payload: Any) -> Ack:
         run_id = _run_id(payload)
-        return {"ok": services().runs.resume(run_id, check_action(payload.get("action")))}
+        return {"ok": services().runs.resume(run_id, check_action(payload.get("action")),
+                                             check_pause_at(payload.get("at")))}

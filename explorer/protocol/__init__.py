@@ -19,6 +19,7 @@ from explorer.protocol.debug import (
     BreakpointList,
     ComparedPass,
     ComparisonRow,
+    PauseAt,
     ResumeAck,
     ResumeAction,
     RunComparison,
@@ -26,6 +27,7 @@ from explorer.protocol.debug import (
     RunResumed,
     check_action,
     check_breakpoints,
+    check_pause_at,
     check_run_pair,
     run_paused,
     run_resumed,
@@ -220,7 +222,7 @@ __all__ = [
     "SubscribeRequest", "TeddDiagrams", "Timing", "TimingNode",
     # debugging: breakpoints, pause and resume, comparing runs
     "RESUME_ACTIONS", "RESUME_RUN", "RUN_PAUSED", "RUN_RESUMED", "SET_BREAKPOINTS", "Breakpoint",
-    "BreakpointList", "ComparedPass", "ComparisonRow", "ResumeAck", "ResumeAction",
+    "BreakpointList", "ComparedPass", "ComparisonRow", "PauseAt", "ResumeAck", "ResumeAction",
     "RunComparison", "RunPaused", "RunResumed", "check_action", "check_breakpoints",
-    "check_run_pair", "run_paused", "run_resumed",
+    "check_pause_at", "check_run_pair", "run_paused", "run_resumed",
 ]

@@ -11,7 +11,7 @@ No `from __future__ import annotations`: Python 3.11 only sees `NotRequired` in 
 TypedDict whose annotations are evaluated (see shapes.py).
 """
 
-from typing import Any, Literal, TypedDict, get_args
+from typing import Any, Literal, NotRequired, TypedDict, get_args
 
 from explorer.protocol.errors import bad_request
 from explorer.protocol.shapes import Numerics
@@ -50,11 +50,22 @@ class BreakpointList(TypedDict):
     live: bool
 
 
+class PauseAt(TypedDict):
+    """One pause of a run: a pass boundary is passed once, so `pass_index` and `when` (as
+    its `run_paused` gave them) name it."""
+
+    pass_index: int
+    when: PauseWhen
+
+
 class ResumeRequest(TypedDict):
-    """`resume_run` (socket) / POST /api/runs/<rid>/resume."""
+    """`resume_run` (socket) / POST /api/runs/<rid>/resume. With `at`, only that pause is
+    answered: a click meant for a pause another page already answered does not resume the
+    run's next one (the ack says `ok: false`)."""
 
     run_id: str
     action: ResumeAction
+    at: NotRequired[PauseAt | None]
 
 
 class ResumeAck(TypedDict):
@@ -167,6 +178,18 @@ def check_action(raw: Any) -> ResumeAction:
                           f"not {raw!r}")
     action: ResumeAction = raw
     return action
+
+
+def check_pause_at(raw: Any) -> PauseAt | None:
+    """A resume's `at` (None when absent), or a 400 naming what is wrong."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"pass_index", "when"} \
+            or type(raw["pass_index"]) is not int or raw["pass_index"] < 0 \
+            or raw["when"] not in get_args(PauseWhen):
+        raise bad_request("bad_pause", 'at must be {"pass_index": int >= 0, '
+                          '"when": "before" | "after"}, as run_paused gave them')
+    return PauseAt(pass_index=raw["pass_index"], when=raw["when"])
 
 
 def check_run_pair(a: Any, b: Any) -> tuple[str, str]:

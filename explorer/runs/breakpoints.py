@@ -24,6 +24,7 @@ from explorer.protocol import (
     RUN_PAUSED,
     RUN_RESUMED,
     Breakpoint,
+    PauseAt,
     Publish,
     ResumeAction,
     bad_request,
@@ -73,6 +74,7 @@ class PauseGate:
         self._breakpoints: list[Breakpoint] = list(breakpoints)
         self._cond = threading.Condition()
         self._paused = False
+        self._at: PauseAt | None = None  # the pause it is in (or was in last)
         self._action: ResumeAction | None = None
         self._stepping = False
         self._publish: Publish | None = None
@@ -88,10 +90,14 @@ class PauseGate:
         with self._cond:
             self._breakpoints = list(breakpoints)
 
-    def command(self, action: ResumeAction) -> bool:
-        """Resume a paused run; False (and nothing happens) when it is not paused."""
+    def command(self, action: ResumeAction, at: PauseAt | None = None) -> bool:
+        """Resume a paused run; False (and nothing happens) when it is not paused, or not
+        at pause `at` (when given: the answer to a pause that has ended is not the next
+        pause's)."""
         with self._cond:
             if not self._paused or self._action is not None:
+                return False
+            if at is not None and at != self._at:
                 return False
             self._action = action
             self._cond.notify_all()
@@ -151,6 +157,7 @@ class PauseGate:
         assert self._publish is not None, "PauseGate.bind() first"
         with self._cond:
             self._paused, self._action, self._stepping = True, None, False
+            self._at = PauseAt(pass_index=index, when=when)
         self._publish(RUN_PAUSED, run_paused(pass_index=index, name=name, when=when,
                                              snapshot=snapshot, reason=reason,
                                              breakpoint=point, layers=layers))

@@ -26,6 +26,7 @@ from explorer.protocol import (
     ApiError,
     Breakpoint,
     EventData,
+    PauseAt,
     ResumeAction,
     RunOptions,
     bad_request,
@@ -163,10 +164,11 @@ class RunManager:
             supervisor.set_breakpoints(breakpoints)
         return supervisor is not None
 
-    def resume(self, run_id: str, action: ResumeAction) -> bool:
-        """Continue, step or stop a paused run; False when it is not paused here."""
+    def resume(self, run_id: str, action: ResumeAction, at: PauseAt | None = None) -> bool:
+        """Continue, step or stop a paused run (only at pause `at`, when given); False when
+        it is not paused here (or paused elsewhere)."""
         supervisor = self._supervisor(run_id)
-        return supervisor is not None and supervisor.resume(action)
+        return supervisor is not None and supervisor.resume(action, at)
 
     # --- bookkeeping ----------------------------------------------------------------
     def run_ended(self, supervisor: RunSupervisor) -> None:

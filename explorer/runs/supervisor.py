@@ -40,6 +40,7 @@ from explorer.protocol import (
     RUN_STARTED,
     Breakpoint,
     EventData,
+    PauseAt,
     ResumeAction,
     RunEvent,
     RunOptions,
@@ -86,6 +87,7 @@ class RunTracker:
         self.last_snapshot: int | None = None
         self.phase = "starting"
         self.paused = False
+        self.pause: PauseAt | None = None  # where it is paused
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             RUN_PAUSED: self._paused, RUN_RESUMED: self._resumed,
             RUN_STARTED: self._run_started, PASS_STARTED: self._pass_started,
@@ -104,9 +106,11 @@ class RunTracker:
 
     def _paused(self, data: dict[str, Any]) -> None:
         self.paused = True
+        self.pause = PauseAt(pass_index=int(data["pass_index"]), when=data["when"])
 
     def _resumed(self, data: dict[str, Any]) -> None:
         self.paused = False
+        self.pause = None
 
     def _pass_started(self, data: dict[str, Any]) -> None:
         self.open[int(data["pass_index"])] = str(data["name"])
@@ -230,15 +234,19 @@ class RunSupervisor:
             if worker is not None:
                 worker.send(("breakpoints", self.breakpoints))
 
-    def resume(self, action: ResumeAction) -> bool:
-        """Resume the paused run (`stop` cancels it); False when it is not paused."""
+    def resume(self, action: ResumeAction, at: PauseAt | None = None) -> bool:
+        """Resume the paused run (`stop` cancels it); False when it is not paused, or not
+        at pause `at` (when given). The worker's gate checks `at` again: this side may not
+        have seen the run resume yet."""
         with self._lock:
             worker = self.worker if not self._decided else None
         if worker is None or not self.tracker.paused:
             return False
+        if at is not None and self.tracker.pause != at:
+            return False
         if action == "stop":
             return self.request_cancel()
-        worker.send(("resume", action))
+        worker.send(("resume", action, at))
         return True
 
     @property

@@ -120,7 +120,7 @@ def _listen(conn: Connection, cancel: threading.Event, gate: PauseGate) -> None:
         elif kind == "breakpoints":
             gate.set_breakpoints(message[1])
         elif kind == "resume":
-            gate.command(message[1])
+            gate.command(message[1], message[2])
 
 
 # --- the server's side ----------------------------------------------------------------------

@@ -184,10 +184,21 @@ export {};
  */
 
 /**
- * `resume_run` (socket) / POST /api/runs/<rid>/resume.
+ * One pause of a run: a pass boundary is passed once, so `pass_index` and `when` (as
+ * its `run_paused` gave them) name it.
+ * @typedef {Object} PauseAt
+ * @property {number} pass_index
+ * @property {PauseWhen} when
+ */
+
+/**
+ * `resume_run` (socket) / POST /api/runs/<rid>/resume. With `at`, only that pause is
+ * answered: a click meant for a pause another page already answered does not resume the
+ * run's next one (the ack says `ok: false`).
  * @typedef {Object} ResumeRequest
  * @property {string} run_id
  * @property {ResumeAction} action
+ * @property {(PauseAt|null)} [at]
  */
 
 /**

@@ -6,6 +6,7 @@ a paused run is not a stalled one."""
 from __future__ import annotations
 
 import io
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from explorer_helpers import (
 
 from explorer import create_app, socketio_of
 from explorer.protocol import NAMESPACE
+from explorer.runs.breakpoints import PauseGate
 
 PASSES = ["ExplorerTestNoop", "ExplorerTestRebuild", "ExplorerTestNoop", "ExplorerTestRebuild"]
 
@@ -165,6 +167,59 @@ def test_step_pauses_after_the_next_leaf_pass_then_stop_cancels(app):
     run = client.get(f"/api/runs/{run_id}").get_json()["run"]
     assert run["status"] == "cancelled"
     assert run["final_snapshot"] is not None
+
+
+def test_a_resume_for_a_pause_that_has_ended_does_not_answer_the_next_one(app):
+    """Two pages show the same pause; one steps, the run pauses again, then the other's
+    Continue (sent with the first pause's `at`) arrives: the run stays paused."""
+    client, sock, run_id = _started(app, [{"kind": "after", "target": "ExplorerTestNoop"}],
+                                    ["ExplorerTestNoop", "ExplorerTestRebuild"])
+    events = collect_until(sock, _paused())
+    first = {k: events[-1]["data"][k] for k in ("pass_index", "when")}
+    step = client.post(f"/api/runs/{run_id}/resume", json={"action": "step", "at": first})
+    assert step.get_json() == {"ok": True}
+    events += collect_until(sock, _paused(1))
+    second = {k: events[-1]["data"][k] for k in ("pass_index", "when")}
+    assert second != first
+    stale = client.post(f"/api/runs/{run_id}/resume", json={"action": "continue", "at": first})
+    assert stale.get_json() == {"ok": False}
+    ack = sock.emit("resume_run", {"run_id": run_id, "action": "stop", "at": first},
+                    namespace=NAMESPACE, callback=True)
+    assert ack == {"ok": False}
+    time.sleep(0.3)
+    assert not [e for e in sock.get_received(NAMESPACE) if e["name"] == "run_event"
+                and e["args"][0]["type"] == "run_resumed"]  # still paused
+    bad = client.post(f"/api/runs/{run_id}/resume", json={"action": "continue",
+                                                           "at": {"pass_index": "3"}})
+    assert bad.status_code == 400 and bad.get_json()["error"]["code"] == "bad_pause"
+    ok = client.post(f"/api/runs/{run_id}/resume", json={"action": "continue", "at": second})
+    assert ok.get_json() == {"ok": True}
+    events += collect_until(sock, terminal)
+    assert events[-1]["type"] == "run_finished"
+    assert [e["data"]["action"] for e in events if e["type"] == "run_resumed"] == \
+        ["step", "continue"]
+
+
+def test_the_gate_answers_only_the_pause_it_is_in() -> None:
+    """The worker's side checks `at` too: the server may not have seen the run resume when
+    a second answer to the same pause arrives."""
+    gate = PauseGate([{"kind": "before", "target": "B"}], threading.Event())
+    published: list[tuple[str, Any]] = []
+    gate.bind(lambda kind, data: published.append((kind, data)), None)  # type: ignore[arg-type]
+    worker = threading.Thread(target=gate.before_pass, args=(4, "B", 7))
+    worker.start()
+    for _ in range(200):
+        if published:
+            break
+        time.sleep(0.01)
+    assert published[0][0] == "run_paused"
+    assert not gate.command("continue", {"pass_index": 3, "when": "before"})
+    assert not gate.command("continue", {"pass_index": 4, "when": "after"})
+    assert worker.is_alive()
+    assert gate.command("continue", {"pass_index": 4, "when": "before"})
+    worker.join(5)
+    assert not worker.is_alive()
+    assert not gate.command("continue", {"pass_index": 4, "when": "before"})  # answered
 
 
 def test_a_layer_breakpoint_pauses_after_the_pass_that_touches_it(app):

@@ -191,13 +191,16 @@ export class DebuggerPane extends Pane {
 
   async resume(action, button) {
     const runId = this.model?.runId;
-    if (!runId) return;
+    const pause = this.model?.paused;
+    if (!runId || !pause) return;
     for (const b of this.pausedBar.querySelectorAll("button")) b.disabled = true;
     await this.pendingSync;
     try {
-      const ack = await request(C2S.RESUME_RUN, { run_id: runId, action });
+      // only this pause: another page may have answered it, and the run paused again
+      const at = { pass_index: pause.pass_index, when: pause.when };
+      const ack = await request(C2S.RESUME_RUN, { run_id: runId, action, at });
       if (ack?.error) throw new Error(ack.error.message);
-      if (!ack?.ok) this.error.textContent = "The run was not paused any more.";
+      if (!ack?.ok) this.error.textContent = `The run is no longer paused ${pause.when} ${passLabel(pause.pass_index)} ${pause.name}.`;
     } catch (err) {
       this.error.textContent = `Could not ${action}: ${err.message}`;
       if (button?.isConnected) for (const b of this.pausedBar.querySelectorAll("button")) b.disabled = false;
