@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,14 @@ def server(tmp_path_factory: pytest.TempPathFactory, frontend_bundle: Path,
     """Base URL of the real server (`explorer serve`, gunicorn) on a free loopback port,
     its run workers importing browser_helpers."""
     yield from serve(tmp_path_factory.mktemp("explorer-data"))
+
+
+@pytest.fixture(scope="session")
+def serve_explorer() -> Callable[..., Iterator[str]]:
+    """`serve` below, for a test that needs a server with flags of its own (a fixture, not
+    an import: `from conftest import` finds whichever tests/*/conftest.py pytest loaded
+    last when several folders are collected together)."""
+    return serve
 
 
 def serve(data: Path, *flags: str) -> Iterator[str]:

@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 from browser_helpers import run_checked, sized_page, upload
-from conftest import serve
 from numerics_plugin import conv_chain_onnx
 
 
 @pytest.fixture(scope="module")
-def limited(tmp_path_factory: pytest.TempPathFactory, frontend_bundle: Path) -> Iterator[str]:
-    yield from serve(tmp_path_factory.mktemp("limited-data"), "--numerics-limit", "0.000001")
+def limited(tmp_path_factory: pytest.TempPathFactory, frontend_bundle: Path,
+            serve_explorer: Any) -> Iterator[str]:
+    yield from serve_explorer(tmp_path_factory.mktemp("limited-data"),
+                              "--numerics-limit", "0.000001")
 
 
 def test_the_page_says_why_numerics_were_not_checked(browser: Any, limited: str,
