@@ -29,7 +29,7 @@ from engine.relay.backend.build_module import (
 )
 from engine.relay.backend.kernel_source import kernel_source, relower
 from engine.relay.frontend.onnx.model import inline_local_functions
-from engine.relay.frontend.result import json_float
+from engine.relay.frontend.result import json_value
 from engine.relay.printer import SourceMapTable, print_ir
 from engine.relay.printer import table as source_map_table  # the source map's columns
 from engine.relay.qnn import transform as qnn_transform  # registers qnn.CanonicalizeOps
@@ -148,39 +148,18 @@ def tensor_info(ty: Any) -> tuple[list[int | str], str]:
 
 
 def graph_json(graph: Any) -> dict[str, Any]:
-    """A frontend graph as {layers, inputs, outputs} of plain JSON values."""
-    if graph is None:
-        return {"layers": [], "inputs": [], "outputs": []}
-    raw = graph.to_json() if hasattr(graph, "to_json") else _plain(graph)
+    """A frontend graph (ImportResult.graph) as {layers, inputs, outputs} of plain JSON
+    values."""
+    raw = json_value(graph or {})
     return {"layers": [_layer_json(layer) for layer in raw.get("layers", [])],
-            "inputs": _plain(raw.get("inputs", [])), "outputs": _plain(raw.get("outputs", []))}
+            "inputs": raw.get("inputs", []), "outputs": raw.get("outputs", [])}
 
 
-def _layer_json(layer: Any) -> dict[str, Any]:
-    layer = dict(_plain(layer))
+def _layer_json(layer: dict[str, Any]) -> dict[str, Any]:
     return {"name": str(layer.get("name", "")), "op_type": str(layer.get("op_type", "")),
             "inputs": [str(x) for x in layer.get("inputs", [])],
             "outputs": [str(x) for x in layer.get("outputs", [])],
-            "attrs": _plain(layer.get("attrs", {}))}
-
-
-def _plain(value: Any) -> Any:
-    """JSON-safe copy of attribute values (numpy scalars/arrays, bytes, tuples)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _plain(dataclasses.asdict(value))
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if hasattr(value, "tolist"):
-        return _plain(value.tolist())
-    if isinstance(value, float):
-        return json_float(value)
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    return str(value)
+            "attrs": layer.get("attrs", {})}
 
 
 def relay_with_constants(path: Path) -> bytes | None:

@@ -86,8 +86,7 @@ class RunTracker:
         self.finished: list[_Finished] = []
         self.last_snapshot: int | None = None
         self.phase = "starting"
-        self.paused = False
-        self.pause: PauseAt | None = None  # where it is paused
+        self.pause: PauseAt | None = None  # where it is paused, if it is
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             RUN_PAUSED: self._paused, RUN_RESUMED: self._resumed,
             RUN_STARTED: self._run_started, PASS_STARTED: self._pass_started,
@@ -104,12 +103,14 @@ class RunTracker:
         self.phase = "pipeline"
         self.last_snapshot = data.get("initial_snapshot", self.last_snapshot)
 
+    @property
+    def paused(self) -> bool:
+        return self.pause is not None
+
     def _paused(self, data: dict[str, Any]) -> None:
-        self.paused = True
         self.pause = PauseAt(pass_index=int(data["pass_index"]), when=data["when"])
 
     def _resumed(self, data: dict[str, Any]) -> None:
-        self.paused = False
         self.pause = None
 
     def _pass_started(self, data: dict[str, Any]) -> None:
@@ -240,9 +241,8 @@ class RunSupervisor:
         have seen the run resume yet."""
         with self._lock:
             worker = self.worker if not self._decided else None
-        if worker is None or not self.tracker.paused:
-            return False
-        if at is not None and self.tracker.pause != at:
+        pause = self.tracker.pause
+        if worker is None or pause is None or at not in (None, pause):
             return False
         if action == "stop":
             return self.request_cancel()

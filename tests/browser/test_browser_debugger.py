@@ -184,3 +184,45 @@ def test_a_layer_breakpoint_pauses_after_the_pass_that_touches_it(page: Any, ser
     assert events[-1]["type"] == "run_finished"
     assert [e["type"] for e in events].count("run_paused") == 1  # the list changed live
     assert not page.watch.errors
+
+
+def test_a_late_continue_from_a_second_page_does_not_resume_the_next_pause(
+        page: Any, browser: Any, server: str, onnx_model: Any, artifacts: Path) -> None:
+    """Page B shows the run paused before FoldConstant while page A steps it on to a pause
+    after it; B has not heard of that yet (its run events are held back) when its user
+    presses Continue: the run stays paused, and B says the pause it answered is over."""
+    session = upload(server, onnx_model("mlp"))
+    page.goto(f"/s/{session['id']}")
+    page.get_by_test_id("check-numerics").uncheck()
+    _add_breakpoint(page, "before", "FoldConstant")
+    page.get_by_test_id("run-button").click()
+    run_id = run_id_of(page)
+    _wait_paused(page, "FoldConstant")
+    with sized_page(browser, server, 1024, 768) as (other, errors):
+        held = {"events": False}
+
+        def relay(ws: Any) -> None:
+            to_server = ws.connect_to_server()
+            to_server.on_message(lambda m: None if held["events"] and "run_event" in str(m)
+                                 else ws.send(m))
+
+        other.route_web_socket("**/socket.io/**", relay)
+        other.goto(f"/s/{session['id']}?run={run_id}")
+        _wait_paused(other, "before")
+        held["events"] = True  # B hears nothing more of the run
+        page.get_by_test_id("resume-step").click()
+        _wait_paused(page, "after")
+        paused = run_events(server, run_id)[-1]
+        assert paused["type"] == "run_paused" and paused["data"]["when"] == "after"
+        other.get_by_test_id("resume-continue").click()
+        other.wait_for_function("document.querySelector('[data-testid=bp-error]')"
+                                "?.textContent.includes('no longer paused before')")
+        assert "FoldConstant" in other.get_by_test_id("bp-error").inner_text()
+        assert run_events(server, run_id)[-1] == paused  # still paused after FoldConstant
+        for width, height in ((1024, 768), (1920, 1080)):
+            other.set_viewport_size({"width": width, "height": height})
+            assert other.evaluate("document.documentElement.scrollWidth") <= width
+            other.screenshot(path=str(artifacts / f"debugger-late-continue-{width}.png"))
+        assert not errors
+    page.get_by_test_id("resume-stop").click()
+    assert wait_run_done(server, run_id)[-1]["type"] == "run_cancelled"
