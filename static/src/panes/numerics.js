@@ -59,7 +59,7 @@ export class NumericsBanner extends Pane {
     this.listen(TOPIC.RUN_CHANGED, (model) => this.show(numericsBreak(model), model?.numericsError ?? null));
   }
 
-  /** The break, else why numerics were asked for and not checked (run_started says). */
+  /** The break, else why numerics were asked for and not checked (numerics_unavailable). */
   show(found, unchecked = null) {
     const key = found || unchecked ? JSON.stringify([found, unchecked]) : null;
     if (key === this.key) return;
